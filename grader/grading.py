@@ -1,0 +1,190 @@
+"""Grade one submission end to end: intake -> plan -> sandbox -> judge -> result.
+
+This is the keyword-only Python API the CLI is a thin layer over.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import secrets
+import time
+from pathlib import Path
+
+from .errors import InfraError
+from .expected import compute_expected
+from .judge import judge
+from .plan import Plan, build_plan
+from .protocol import HarnessReport, parse_output
+from .results import CheckResult, LoadReport, Outcome, SectionResult, Status, SubmissionResult
+from .rubric import Rubric
+from .runners.base import Limits, RawRun, Runner
+
+INFRA_RETRIES = 1
+
+
+def runner_limits(rubric: Rubric) -> Limits:
+    lim = rubric.limits
+    return Limits(
+        wall_seconds=lim.wall_seconds,
+        memory_mb=lim.memory_mb,
+        cpus=lim.cpus,
+        pids=lim.pids,
+        stdout_bytes=lim.stdout_kb * 1024,
+        tmpfs_mb=lim.tmpfs_mb,
+    )
+
+
+def intake(path: Path, max_bytes: int) -> tuple[bytes | None, str]:
+    """The file's bytes, or None and why it cannot be graded at all."""
+    if not path.is_file():
+        return None, f"no file named {path.name} was submitted"
+    raw = path.read_bytes()
+    if len(raw) > max_bytes:
+        return None, f"{path.name} is {len(raw) // 1024} KiB, over the {max_bytes // 1024} KiB limit"
+    if b"\x00" in raw:
+        return None, f"{path.name} is not a text file (it contains NUL bytes)"
+    try:
+        importlib.util.decode_source(raw)
+    except (SyntaxError, UnicodeDecodeError, LookupError) as error:
+        return None, f"{path.name} is not readable Python text: {error}"
+    return raw, ""
+
+
+def grade_submission(
+    path: Path,
+    *,
+    student: str,
+    rubric: Rubric,
+    runner: Runner,
+    seed: int,
+    visible_only: bool = False,
+) -> SubmissionResult:
+    started = time.monotonic()
+    plan = build_plan(rubric, seed=seed, visible_only=visible_only)
+    hidden_not_run = len(rubric.checks) - len(plan.checks)
+    source, why = intake(path, rubric.limits.max_file_kb * 1024)
+    if source is None:
+        return _without_run(rubric, plan, student, Status.UNGRADABLE, why, seed, runner.name, started, hidden_not_run)
+    expected = compute_expected(plan, class_name=rubric.class_name)
+    raw: RawRun | None = None
+    nonce = ""
+    for attempt in range(INFRA_RETRIES + 1):
+        nonce = secrets.token_hex(16)
+        body = plan.to_bytes(rubric, nonce=nonce, reap=runner.name == "docker")
+        try:
+            raw = runner.run(source=source, filename=rubric.filename, plan=body, limits=runner_limits(rubric))
+            break
+        except InfraError as error:
+            if attempt == INFRA_RETRIES:
+                return _without_run(rubric, plan, student, Status.INFRA_ERROR, f"the sandbox failed: {error}", seed, runner.name, started, hidden_not_run)
+    assert raw is not None  # the loop either set raw or returned
+    report = parse_output(raw.stdout, nonce=nonce, plan=plan)
+    checks = judge(rubric, plan, expected, report)
+    status, detail = _status(raw, report, checks)
+    if status is Status.INFRA_ERROR:
+        return _without_run(rubric, plan, student, status, detail, seed, raw.runner, started, hidden_not_run, image=raw.image)
+    return _assemble(rubric, plan, student, checks, status, detail, _load_report(report, rubric), seed, raw, started, hidden_not_run, visible_only)
+
+
+def _status(raw: RawRun, report: HarnessReport, checks: list[CheckResult]) -> tuple[Status, str]:
+    ends = [p.end for p in report.probes.values() if p.end]
+    errors = [e.get("error", {}).get("type") for p in report.probes.values() for e in p.errors.values()]
+    if raw.oom_killed or "MemoryError" in errors:
+        return Status.OOM, "the submission ran out of memory; results up to that point are kept"
+    if raw.stdout_truncated or any(e["status"] == "output_limit" for e in ends):
+        return Status.OUTPUT_LIMIT, "the submission printed more output than allowed and was stopped"
+    timed_out = [c.title for c in checks if c.outcome is Outcome.TIMEOUT]
+    if raw.timed_out or any(e["status"] in ("timeout", "deadline") for e in ends) or any(
+        e.get("signal") == "SIGXCPU" for e in ends
+    ):
+        where = f" (first in: {timed_out[0]})" if timed_out else ""
+        return Status.TIMEOUT, f"part of the submission hit its time limit{where}; results that finished are kept"
+    if not report.complete:
+        tail = raw.stderr_tail.decode("utf-8", "replace").strip().splitlines()[-1:] or [f"exit code {raw.exit_code}"]
+        return Status.INFRA_ERROR, f"the grading harness stopped before finishing ({tail[0][:200]})"
+    return Status.GRADED, "graded"
+
+
+def _load_report(report: HarnessReport, rubric: Rubric) -> LoadReport:
+    load = report.load or {}
+    notices = list(load.get("notices", []))
+    for name in load.get("stand_ins_used", []):
+        notices.append(f"'{name}' is not installed in the grader; an inert stand-in was used (drawing does nothing).")
+    if load.get("extra_args"):
+        notices.append(
+            f"{load.get('class_name')}(...) requires extra argument(s) {', '.join(load['extra_args'])}; "
+            "placeholders were passed so the engine could still be graded."
+        )
+    error = load.get("error") or {}
+    message = ""
+    if not load.get("ok"):
+        line = f" (line {error['line']})" if error.get("line") else ""
+        message = f"{error.get('type', 'Error')}{line}: {error.get('message', 'the file could not be loaded')}"
+        if not load:
+            message = "the sandbox reported nothing about loading the file"
+    return LoadReport(
+        ok=bool(load.get("ok")),
+        mode=str(load.get("mode") or "failed"),
+        class_name=str(load.get("class_name") or ""),
+        notices=tuple(notices),
+        error=message,
+    )
+
+
+def _sections(rubric: Rubric, checks: list[CheckResult], plan: Plan) -> tuple[SectionResult, ...]:
+    planned = {c.id for c in plan.checks}
+    out = []
+    for section in rubric.sections:
+        mine = [c for c in checks if c.section == section.tag]
+        maximum = sum(c.points for c in section.checks if c.id in planned)
+        out.append(SectionResult(section.tag, section.title, round(sum(c.points for c in mine), 2), maximum))
+    return tuple(out)
+
+
+def _assemble(
+    rubric: Rubric, plan: Plan, student: str, checks: list[CheckResult], status: Status, detail: str,
+    load: LoadReport, seed: int, raw: RawRun, started: float, hidden_not_run: int, visible_only: bool,
+) -> SubmissionResult:
+    sections = _sections(rubric, checks, plan)
+    return SubmissionResult(
+        student=student,
+        filename=rubric.filename,
+        status=status,
+        score=round(sum(c.points for c in checks), 2),
+        max_score=sum(s.max_points for s in sections),
+        sections=sections,
+        checks=tuple(checks),
+        load=load,
+        status_detail=detail,
+        rubric_name=rubric.name,
+        rubric_sha=rubric.sha256,
+        seed=seed,
+        runner=raw.runner,
+        image=raw.image,
+        execution_time=round(time.monotonic() - started, 3),
+        visible_only=visible_only,
+        hidden_not_run=hidden_not_run,
+    )
+
+
+def _without_run(
+    rubric: Rubric, plan: Plan, student: str, status: Status, detail: str, seed: int, runner: str,
+    started: float, hidden_not_run: int, image: str = "",
+) -> SubmissionResult:
+    """A result for a submission that never ran: ungradable input, or an infrastructure failure."""
+    checks = [
+        CheckResult(
+            check_id=c.id, title=c.title, section=c.section, visibility=c.visibility, points=0.0,
+            max_points=c.points, outcome=Outcome.NOT_RUN, built="", message=f"Not run: {detail}.", hint="",
+        )
+        for c in plan.checks
+    ]
+    sections = _sections(rubric, checks, plan)
+    return SubmissionResult(
+        student=student, filename=rubric.filename, status=status, score=0.0,
+        max_score=sum(s.max_points for s in sections), sections=sections, checks=tuple(checks),
+        load=LoadReport(ok=False, mode="failed", class_name="", error=detail), status_detail=detail,
+        rubric_name=rubric.name, rubric_sha=rubric.sha256, seed=seed, runner=runner, image=image,
+        execution_time=round(time.monotonic() - started, 3), visible_only=plan.checks != rubric.checks and hidden_not_run > 0,
+        hidden_not_run=hidden_not_run,
+    )

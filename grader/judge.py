@@ -1,0 +1,308 @@
+"""The host decides every point: observed values against expected ones, per check.
+
+Each ``compare`` kind is a small function with one signature, returning an ``_Verdict`` per
+program instance; turning verdicts into a ``CheckResult`` (points, outcome, wording, what a
+hidden check may reveal) happens in one place, ``_result``.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+from .expected import Expected, math_expected
+from .plan import Plan, PlannedProbe
+from .program import consumers, describe
+from .protocol import HarnessReport, ProbeReport
+from .results import CheckResult, Comparison, Outcome, Visibility
+from .rubric import Check, Rubric, Tolerance
+
+OP_SYNONYMS = {
+    "+": {"+", "add", "plus"},
+    "*": {"*", "mul", "times", "x", "×"},
+    "relu": {"relu"},
+    "tanh": {"tanh"},
+    "exp": {"exp"},
+    "log": {"log", "ln"},
+}
+
+
+@dataclass
+class _Verdict:
+    ok: bool
+    comparisons: list[Comparison] = field(default_factory=list)
+    problem: str = ""  # why it failed, in words, when there is more to say than the numbers
+    kind: str = "failed"  # failed | error | timeout | not_run
+
+
+@dataclass(frozen=True)
+class _Context:
+    check: Check
+    probe: PlannedProbe
+    report: ProbeReport
+    expected: Expected
+    tolerance: Tolerance
+    load: dict[str, Any]
+    class_name: str
+
+
+def fmt(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.10g}"
+    if isinstance(value, dict):
+        if "nonfinite" in value:
+            return {"nan": "NaN", "inf": "inf", "-inf": "-inf"}.get(value["nonfinite"], "overflow")
+        return f"not a float ({value.get('bad', '?')})"
+    if isinstance(value, list):
+        return "{" + ", ".join(value) + "}" if value else "{} (none)"
+    if value is None:
+        return "(not observed)"
+    return repr(value) if isinstance(value, str) else str(value)
+
+
+def _number_ok(observed: Any, expected: float, tolerance: Tolerance) -> bool:
+    return (
+        isinstance(observed, float)
+        and math.isfinite(observed)
+        and math.isfinite(expected)
+        and tolerance.accepts(observed, expected)
+    )
+
+
+def _missing_reason(ctx: _Context, index: int) -> _Verdict:
+    """Why a program produced no final observations: an error, a timeout, or nothing at all."""
+    error = ctx.report.errors.get(index)
+    if error:
+        info = error.get("error", {})
+        where = f" (line {info['line']})" if info.get("line") else ""
+        return _Verdict(False, problem=f"{info.get('type', 'An error')} while running `{error.get('stage', '?')}`{where}: {info.get('message', '')}", kind="error")
+    end = ctx.report.end or {}
+    status = end.get("status")
+    if status in ("timeout", "deadline"):
+        phase = "backward()" if index in ctx.report.forward else "building the graph"
+        return _Verdict(False, problem=f"did not finish: stopped after the time limit during {phase}", kind="timeout")
+    if status == "not_run":
+        return _Verdict(False, problem="not run: " + ("the grading time budget ran out" if end.get("reason") == "deadline" else "the file could not be loaded"), kind="not_run")
+    if status in ("killed", "exited"):
+        how = end.get("signal") or f"exit status {end.get('exit_code')}"
+        return _Verdict(False, problem=f"the process running your code died ({how})", kind="error")
+    if status == "output_limit":
+        return _Verdict(False, problem="stopped: your code printed far too much output", kind="error")
+    return _Verdict(False, problem="no result was reported for this instance", kind="error")
+
+
+# --- compare kinds ---------------------------------------------------------------------------
+
+
+def _values(ctx: _Context, index: int) -> _Verdict:
+    program = ctx.probe.programs[index]
+    if ctx.check.expect_from == "math":
+        expected = math_expected(program)
+    else:
+        expected = ctx.expected.program(ctx.probe.id, index)
+    keys = [k for k in expected if _selected(k, ctx.check.observe) and isinstance(expected[k], float)]
+    observed = ctx.report.observations(index)
+    verdict = _Verdict(True)
+    for key in keys:
+        got = observed.get(key)
+        ok = _number_ok(got, expected[key], ctx.tolerance)
+        verdict.comparisons.append(Comparison(key, fmt(expected[key]), fmt(got), ok))
+        verdict.ok &= ok
+    if any(c.observed == "(not observed)" for c in verdict.comparisons):
+        reason = _missing_reason(ctx, index)
+        verdict.problem, verdict.kind = reason.problem, reason.kind
+    return verdict
+
+
+def _graph(ctx: _Context, index: int) -> _Verdict:
+    expected = ctx.expected.program(ctx.probe.id, index)
+    observed = ctx.report.observations(index)
+    verdict = _Verdict(True)
+    for key in [k for k in expected if _selected(k, ctx.check.observe)]:
+        want, got = expected[key], observed.get(key)
+        if key.endswith(".op"):
+            synonyms = OP_SYNONYMS.get(str(want), {str(want)})
+            ok = isinstance(got, str) and (got.strip().lower() in synonyms or (want == "" and got.strip() == ""))
+        else:
+            ok = got == want
+        verdict.comparisons.append(Comparison(key, fmt(want), fmt(got), ok))
+        verdict.ok &= ok
+    if not observed:
+        reason = _missing_reason(ctx, index)
+        verdict.problem, verdict.kind = reason.problem, reason.kind
+    return verdict
+
+
+def _schedule(ctx: _Context, index: int) -> _Verdict:
+    program = ctx.probe.programs[index]
+    observed = ctx.report.observations(index).get("schedule")
+    if not isinstance(observed, list):
+        reason = _missing_reason(ctx, index) if not ctx.report.final.get(index) else _Verdict(False, problem="the order of _backward calls could not be observed")
+        return reason
+    verdict = _Verdict(True)
+    feeds = consumers(program)
+    leaves = set(program["leaves"])
+    for node, users in feeds.items():
+        calls = [i for i, name in enumerate(observed) if name == node]
+        if node in leaves:
+            ok, want = len(calls) <= 1, "at most once"
+        else:
+            ok = len(calls) == 1 and all(u in observed and observed.index(u) < calls[0] for u in users)
+            want = "once" + (f", after {', '.join(sorted(users))}" if users else "")
+        got = f"{len(calls)} call(s)" + (f", position {calls[0] + 1} of {len(observed)}" if calls else "")
+        verdict.comparisons.append(Comparison(f"{node}._backward", want, got, ok))
+        verdict.ok &= ok
+    if verdict.ok is False:
+        verdict.problem = "backward() order: " + " → ".join(observed)
+    return verdict
+
+
+def _api(ctx: _Context, index: int) -> _Verdict:
+    expected = ctx.expected.program(ctx.probe.id, 0)
+    observed = ctx.report.observations(0)
+    if not observed:
+        return _missing_reason(ctx, 0)
+    verdict = _Verdict(True)
+    for key in [k for k in expected if _selected(k, ctx.check.observe)]:
+        want, got = expected[key], observed.get(key)
+        ok = _number_ok(got, want, ctx.tolerance) if isinstance(want, float) else got == want
+        verdict.comparisons.append(Comparison(key, fmt(want), fmt(got), ok))
+        verdict.ok &= ok
+    return verdict
+
+
+def _engine(ctx: _Context, index: int) -> _Verdict:
+    name, extra = ctx.load.get("class_name", ""), ctx.load.get("extra_args", [])
+    want = ctx.class_name
+    rows = [
+        Comparison("class name", repr(want), repr(name), name == want),
+        Comparison("Value(x) with one argument", "works", "needs " + ", ".join(extra) if extra else "works", not extra),
+    ]
+    return _Verdict(all(r.ok for r in rows), rows)
+
+
+def _script(ctx: _Context, index: int) -> _Verdict:
+    script = ctx.report.script
+    want_fail = ctx.check.compare == "script_fails"
+    if script is None:
+        reason = _missing_reason(ctx, 0)
+        if reason.kind == "timeout":
+            reason.problem = "your checks did not finish within the time limit" + (" (a timeout is not counted as catching the bug)" if want_fail else "")
+        return reason
+    outcome = script["outcome"]
+    if outcome == "not_applicable":
+        return _Verdict(False, problem=f"The Step-5 edit could not be applied: {script['reason']}.", kind="not_run")
+    where = f" at line {script['line']}" if script.get("line") else ""
+    failure = f"{script['exception']}{where}" + (f": {script['message']}" if script["message"] else "")
+    if want_fail:
+        lines = ", ".join(str(n) for n in script.get("edited_lines", []))
+        if outcome == "failed":
+            return _Verdict(True, [Comparison("your checks on the edited engine", "fail", f"failed ({failure})", True)],
+                            problem=f"edited line(s) {lines}")
+        return _Verdict(False, [Comparison("your checks on the edited engine", "fail", "passed", False)],
+                        problem=f"With += turned into = in __mul__'s backward (line(s) {lines}), your checks still pass.")
+    if outcome == "passed":
+        return _Verdict(True, [Comparison("python autograd_lab.py", "runs clean", "runs clean", True)])
+    return _Verdict(False, [Comparison("python autograd_lab.py", "runs clean", f"failed: {failure}", False)])
+
+
+COMPARERS: dict[str, Callable[[_Context, int], _Verdict]] = {
+    "values": _values,
+    "graph": _graph,
+    "schedule": _schedule,
+    "api": _api,
+    "engine": _engine,
+    "script_passes": _script,
+    "script_fails": _script,
+}
+
+
+def _selected(key: str, patterns: Sequence[str]) -> bool:
+    return not patterns or any(fnmatch.fnmatchcase(key, p) for p in patterns)
+
+
+# --- verdicts -> result ------------------------------------------------------------------------
+
+
+def judge(rubric: Rubric, plan: Plan, expected: Expected, report: HarnessReport) -> list[CheckResult]:
+    load = report.load or {}
+    results: dict[str, CheckResult] = {}
+    for check in plan.checks:
+        probe = plan.probe(check.probe)
+        ctx = _Context(check, probe, report.probe(probe.id), expected, rubric.tolerances[check.tolerance], load, rubric.class_name)
+        blocked = [r for r in check.requires if r in results and not results[r].passed]
+        if not load.get("ok"):
+            verdicts = [_Verdict(False, problem="not run: the file could not be loaded", kind="not_run")]
+        elif blocked:
+            verdicts = [_Verdict(False, problem=f"no credit until '{rubric.check(blocked[0]).title}' passes", kind="not_run")]
+        else:
+            count = 1 if check.compare in ("api", "engine", "script_passes", "script_fails") else len(probe.programs)
+            verdicts = [COMPARERS[check.compare](ctx, i) for i in range(count)]
+        results[check.id] = _result(check, probe, verdicts, ctx)
+    return [results[c.id] for c in plan.checks]
+
+
+def _result(check: Check, probe: PlannedProbe, verdicts: list[_Verdict], ctx: _Context) -> CheckResult:
+    passed = sum(v.ok for v in verdicts)
+    total = len(verdicts)
+    if passed == total:
+        outcome, points = Outcome.PASSED, check.points
+    elif passed:
+        outcome, points = Outcome.PARTIAL, round(check.points * passed / total, 2)
+    else:
+        kinds = {v.kind for v in verdicts}
+        outcome = next(o for k, o in (("timeout", Outcome.TIMEOUT), ("error", Outcome.ERROR), ("not_run", Outcome.NOT_RUN), ("failed", Outcome.FAILED)) if k in kinds or k == "failed")
+        points = 0.0
+    visible = check.visibility is Visibility.VISIBLE
+    first_bad = next((v for v in verdicts if not v.ok), None)
+    built = ""
+    if visible and probe.programs:
+        bad_index = verdicts.index(first_bad) if first_bad in verdicts else 0
+        built = describe(probe.programs[min(bad_index, len(probe.programs) - 1)])
+    message = _message(check, verdicts, first_bad, visible)
+    comparisons: tuple[Comparison, ...] = ()
+    if visible and first_bad is not None:
+        comparisons = tuple(first_bad.comparisons)
+    elif visible and verdicts:
+        comparisons = tuple(verdicts[0].comparisons)
+    output = ""
+    if visible and ctx.report.end:
+        output = ctx.report.end.get("output", "")
+    return CheckResult(
+        check_id=check.id,
+        title=check.title,
+        section=check.section,
+        visibility=check.visibility,
+        points=points,
+        max_points=check.points,
+        outcome=outcome,
+        built=built,
+        message=message,
+        hint="" if outcome is Outcome.PASSED else check.hint,
+        comparisons=comparisons,
+        output=output,
+        instances_passed=passed,
+        instances_total=total,
+    )
+
+
+def _message(check: Check, verdicts: list[_Verdict], first_bad: _Verdict | None, visible: bool) -> str:
+    total = len(verdicts)
+    if first_bad is None:
+        return "Passed." if total == 1 else f"Passed all {total} instances."
+    failed = total - sum(v.ok for v in verdicts)
+    if not visible:
+        # Hidden checks say what kind of failure happened, never the inputs or values.
+        kinds = sorted({v.kind for v in verdicts if not v.ok})
+        words = {"failed": "wrong values", "error": "your code raised an error", "timeout": "time limit reached", "not_run": "not run"}
+        return f"Failed {failed} of {total} hidden instance(s): " + "; ".join(words[k] for k in kinds) + "."
+    prefix = "" if total == 1 else f"Failed {failed} of {total} instances. "
+    if first_bad.problem and not any(not c.ok and c.observed != "(not observed)" for c in first_bad.comparisons):
+        return prefix + first_bad.problem
+    wrong = [c for c in first_bad.comparisons if not c.ok]
+    shown = "; ".join(f"{c.quantity}: expected {c.expected}, observed {c.observed}" for c in wrong[:3])
+    more = f" (and {len(wrong) - 3} more)" if len(wrong) > 3 else ""
+    extra = f" {first_bad.problem}" if first_bad.problem else ""
+    return prefix + shown + more + "." + extra

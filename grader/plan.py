@@ -1,0 +1,240 @@
+"""Rubric + seed -> the probe plan: concrete inputs only, never an expected value.
+
+Random inputs follow grading-science.md: stratified points per operation (away from the
+values where bugs hide: 0, +-1, a = b, kinks), a non-unit upstream gradient, an
+accumulation harness, and random DAGs whose every node is shared. Everything is derived
+from ``random.Random(seed)``, so a seed reproduces a plan exactly on any machine.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import secrets
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+from .program import Program, compile_steps, evaluate, relu_inputs
+from .rubric import Check, Probe, Rubric
+
+STUDENT_UID = 10002
+
+# Strata per operation (grading-science.md rule 7).
+GENERAL = ((-3.0, -1.25), (-0.8, -0.2), (0.2, 0.8), (1.25, 3.0))
+DIVISOR = ((-3.0, -1.25), (-0.8, -0.5), (0.5, 0.8), (1.25, 3.0))
+POSITIVE = ((0.2, 0.8), (1.25, 4.0))
+SMOOTH = ((-2.5, -1.0), (-1.0, -0.2), (0.2, 1.0), (1.0, 2.5))
+RELU = ((-3.0, -1.0), (-1.0, -0.1), (0.1, 1.0), (1.0, 3.0))
+UPSTREAM = 1.7
+CONSTANT = 0.7
+
+# op -> (template with x [and y], strata for x, strata for y)
+FD_TEMPLATES: Mapping[str, tuple[str, tuple[tuple[float, float], ...], tuple[tuple[float, float], ...]]] = {
+    "add": ("o = x + y", GENERAL, GENERAL),
+    "sub": ("o = x - y", GENERAL, GENERAL),
+    "mul": ("o = x * y", GENERAL, GENERAL),
+    "div": ("o = x / y", GENERAL, DIVISOR),
+    "neg": ("o = -x", GENERAL, ()),
+    "radd": (f"o = {CONSTANT} + x", GENERAL, ()),
+    "rsub": (f"o = {CONSTANT} - x", GENERAL, ()),
+    "rmul": (f"o = {CONSTANT} * x", GENERAL, ()),
+    "rdiv": (f"o = {CONSTANT} / x", DIVISOR, ()),
+    "tanh": ("o = tanh(x)", SMOOTH, ()),
+    "relu": ("o = relu(x)", RELU, ()),
+    "exp": ("o = exp(x)", SMOOTH, ()),
+    "log": ("o = log(x)", POSITIVE, ()),
+}
+
+
+@dataclass(frozen=True)
+class PlannedProbe:
+    id: str
+    kind: str
+    programs: tuple[Program, ...] = ()
+    edit: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"id": self.id, "kind": self.kind}
+        if self.kind in ("program",):
+            out["programs"] = list(self.programs)
+        if self.edit:
+            out["edit"] = self.edit
+        return out
+
+
+@dataclass(frozen=True)
+class Plan:
+    seed: int
+    probes: tuple[PlannedProbe, ...]
+    checks: tuple[Check, ...]
+
+    def probe(self, probe_id: str) -> PlannedProbe:
+        for probe in self.probes:
+            if probe.id == probe_id:
+                return probe
+        raise KeyError(probe_id)
+
+    def to_bytes(self, rubric: Rubric, *, nonce: str, reap: bool) -> bytes:
+        limits = rubric.limits
+        body = {
+            "nonce": nonce,
+            "filename": rubric.filename,
+            "class_name": rubric.class_name,
+            "stand_ins": list(rubric.stand_ins),
+            "limits": {
+                "probe_seconds": limits.probe_seconds,
+                "script_seconds": limits.script_seconds,
+                # The harness stops a little before the host kills the sandbox, so partial
+                # results are reported rather than lost.
+                "budget_seconds": max(1.0, limits.wall_seconds - 8.0),
+                "output_bytes": limits.output_kb * 1024,
+                "child_memory_mb": limits.child_memory_mb,
+            },
+            "student": {"uid": STUDENT_UID, "gid": STUDENT_UID, "reap": reap},
+            "probes": [p.to_json() for p in self.probes],
+        }
+        return json.dumps(body, allow_nan=False).encode()
+
+
+def new_seed() -> int:
+    return secrets.randbelow(2**31)
+
+
+def build_plan(rubric: Rubric, *, seed: int, visible_only: bool) -> Plan:
+    checks = tuple(c for c in rubric.checks if not visible_only or c.visibility.value == "visible")
+    needed: list[str] = []
+    for check in checks:
+        if check.probe not in needed:
+            needed.append(check.probe)
+    probes = tuple(_expand(rubric.probes[name], seed) for name in needed)
+    return Plan(seed=seed, probes=probes, checks=checks)
+
+
+def _rng(seed: int, probe_id: str) -> random.Random:
+    # String seeds hash with SHA-512 in random.Random: stable across processes and machines.
+    return random.Random(f"{seed}:{probe_id}")
+
+
+def _expand(probe: Probe, seed: int) -> PlannedProbe:
+    if probe.kind in ("api", "script"):
+        return PlannedProbe(probe.id, probe.kind, edit=probe.edit)
+    rng = _rng(seed, probe.id)
+    if probe.kind == "program":
+        steps = compile_steps([leaf.name for leaf in probe.leaves], probe.steps)
+        programs = tuple(_instance(probe, steps, rng, i) for i in range(probe.instances))
+    elif probe.kind == "fd_op":
+        programs = tuple(p for i in range(probe.instances) for p in _fd_programs(probe, rng, i))
+    else:
+        programs = tuple(_random_dag(rng, probe.max_ops, probe.ops) for _ in range(probe.instances))
+    return PlannedProbe(probe.id, "program", programs)
+
+
+def _draw(rng: random.Random, ranges: Sequence[tuple[float, float]], index: int) -> float:
+    low, high = ranges[index % len(ranges)]
+    return round(rng.uniform(low, high), 6)
+
+
+def _safe(program: Program, *, want_relu_positive: bool | None) -> bool:
+    try:
+        values = evaluate(program)
+    except (ValueError, OverflowError, ZeroDivisionError):
+        return False
+    if any(abs(v) > 1e4 for v in values.values()):
+        return False
+    inputs = relu_inputs(program, values)
+    if any(abs(u) < 0.05 for u in inputs):
+        return False  # never probe a relu near its kink
+    if want_relu_positive is not None and any((u > 0) != want_relu_positive for u in inputs):
+        return False
+    return True
+
+
+def _instance(probe: Probe, steps: list[Any], rng: random.Random, index: int) -> Program:
+    record = list(probe.record)
+    want = None if probe.relu_inputs == "any" else index % 2 == 0
+    for _ in range(2000):
+        leaves = {
+            leaf.name: leaf.value if leaf.value is not None else _draw(rng, leaf.ranges, rng.randrange(len(leaf.ranges)))
+            for leaf in probe.leaves
+        }
+        program = {"leaves": leaves, "steps": steps, "record": record}
+        if all(leaf.value is not None for leaf in probe.leaves) or _safe(program, want_relu_positive=want):
+            return program
+    raise ValueError(f"probe {probe.id}: no safe random instance found")
+
+
+def _fd_programs(probe: Probe, rng: random.Random, index: int) -> list[Program]:
+    """Two harnesses per point: scaled upstream, and accumulation into the inputs."""
+    if probe.op == "pow":
+        k = float(probe.exponent or 2.0)
+        template = f"o = x ** {k!r}"
+        xs = GENERAL if k == int(k) and k > 0 else POSITIVE
+        ys: tuple[tuple[float, float], ...] = ()
+    else:
+        template, xs, ys = FD_TEMPLATES[str(probe.op)]
+    # Stratify: point i of operand k falls in region (i // R^k) mod R.
+    leaves = {"x": _draw(rng, xs, index)}
+    if ys:
+        leaves["y"] = _draw(rng, ys, index // len(xs))
+        if abs(leaves["x"] - leaves["y"]) < 0.05:
+            leaves["y"] = round(leaves["y"] + 0.1, 6)
+    names = list(leaves)
+    scaled = [template, f"L = o * {UPSTREAM}", "backward(L)"]
+    if ys:
+        accumulated = [template, "t = o * x", "L = t * y", "backward(L)"]
+    else:
+        accumulated = [template, "L = o * x", "backward(L)"]
+    return [
+        {"leaves": dict(leaves), "steps": compile_steps(names, scaled), "record": []},
+        {"leaves": dict(leaves), "steps": compile_steps(names, accumulated), "record": []},
+    ]
+
+
+def _random_dag(rng: random.Random, max_ops: int, ops: Sequence[str]) -> Program:
+    """Random program over 3 leaves; every node also feeds the output (rule 9)."""
+    for _ in range(2000):
+        leaves = {}
+        for name in ("p", "q", "r"):
+            value = 0.0
+            while abs(value) < 0.1:
+                value = round(rng.uniform(-2.0, 2.0), 6)
+            leaves[name] = value
+        names = list(leaves)
+        steps: list[str] = []
+        count = 0
+        for k in range(rng.randint(2, max_ops)):
+            op = rng.choice(list(ops))
+            a, b = rng.choice(names), rng.choice(names)
+            node = f"v{k}"
+            if op in ("add", "sub", "mul"):
+                symbol = {"add": "+", "sub": "-", "mul": "*"}[op]
+                steps.append(f"{node} = {a} {symbol} {b}")
+            elif op == "div":  # a / (b*b + 0.5): a divisor safely away from 0
+                steps += [f"{node}s = {b} * {b}", f"{node}d = {node}s + 0.5", f"{node} = {a} / {node}d"]
+            elif op == "square":
+                steps.append(f"{node} = {a} ** 2")
+            elif op == "neg":
+                steps.append(f"{node} = -{a}")
+            else:
+                steps.append(f"{node} = {op}({a})")
+            names.append(node)
+            count = k + 1
+        total = f"v{count - 1}"
+        for k in range(count - 1):
+            steps += [f"w{k} = v{k} * {0.5 + 0.25 * k}", f"s{k} = {total} + w{k}"]
+            total = f"s{k}"
+        steps += [f"L = {total} * {UPSTREAM}", "backward(L)"]
+        program = {"leaves": leaves, "steps": compile_steps(list(leaves), steps), "record": []}
+        if _safe(program, want_relu_positive=None) and _log_args_ok(program):
+            return program
+    raise ValueError("no safe random program found")
+
+
+def _log_args_ok(program: Program) -> bool:
+    values = evaluate(program)
+    for _, op, *args in program["steps"]:
+        if op == "log" and values[args[0]] < 0.05:
+            return False
+        if op == "exp" and values[args[0]] > 10:
+            return False
+    return True

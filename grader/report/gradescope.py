@@ -1,0 +1,113 @@
+"""Gradescope `results.json`: the result model in the platform's schema.
+
+An infrastructure failure carries no top-level score and no tests: the platform then has
+nothing it could turn into a grade, and the reason is in `output` and `extra_data.status`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from grader.report.view import (
+    INFRA_BANNER,
+    clean_number,
+    comparison_line,
+    instances_text,
+    numbered_checks,
+    self_check_text,
+    shows_details,
+    status_text,
+    write_text_atomic,
+)
+from grader.results import CheckResult, Outcome, SubmissionResult, Visibility
+
+_VISIBILITY: dict[Visibility, str] = {
+    Visibility.VISIBLE: "visible",
+    Visibility.HIDDEN: "hidden",
+    Visibility.AFTER_DUE_DATE: "after_due_date",
+}
+
+
+def _top_output(result: SubmissionResult) -> str:
+    lines = []
+    if not result.scored:
+        lines.append(INFRA_BANNER)
+    lines.append(f"Status: {status_text(result)}")
+    if result.visible_only:
+        lines.append(self_check_text(result) + ".")
+    if not result.load.ok:
+        lines.append(f"Your file could not be loaded: {result.load.error}")
+    if result.load.notices:
+        lines.append("How your file was loaded:")
+        lines.extend(f"- {notice}" for notice in result.load.notices)
+    return "\n".join(lines)
+
+
+def _test_output(check: CheckResult) -> str:
+    lines = [check.message] if check.message else []
+    if shows_details(check):
+        if check.comparisons:
+            lines.append("")
+            lines.extend(comparison_line(comparison) for comparison in check.comparisons)
+        instances = instances_text(check)
+        if instances:
+            lines.append(instances)
+        if check.misconception:
+            lines.append(f"Likely misconception: {check.misconception}")
+        if check.hint:
+            lines.append(f"Hint: {check.hint}")
+    return "\n".join(lines)
+
+
+def to_gradescope(result: SubmissionResult) -> dict[str, Any]:
+    data: dict[str, Any] = {}
+    if result.scored:
+        data["score"] = clean_number(result.score)
+    data["execution_time"] = max(0, round(result.execution_time))
+    data["output"] = _top_output(result)
+    data["output_format"] = "text"  # student-derived strings must not be read as markup
+    data["test_output_format"] = "text"
+    data["visibility"] = "visible"
+    data["stdout_visibility"] = "hidden"
+    tests = []
+    if result.scored:
+        for numbered in numbered_checks(result):
+            check = numbered.check
+            tests.append(
+                {
+                    "name": check.title,
+                    "number": numbered.number,
+                    "score": clean_number(check.points),
+                    "max_score": clean_number(check.max_points),
+                    "status": "passed" if check.outcome is Outcome.PASSED else "failed",
+                    "output": _test_output(check),
+                    "tags": [check.section],
+                    "visibility": _VISIBILITY[check.visibility],
+                    "extra_data": {"check_id": check.check_id, "outcome": check.outcome.value},
+                }
+            )
+    data["tests"] = tests
+    data["extra_data"] = {
+        "status": result.status.value,
+        "status_detail": result.status_detail,
+        "seed": result.seed,
+        "rubric_name": result.rubric_name,
+        "rubric_sha": result.rubric_sha,
+        "runner": result.runner,
+        "image": result.image,
+        "load_mode": result.load.mode,
+        "visible_only": result.visible_only,
+        "hidden_not_run": result.hidden_not_run,
+    }
+    return data
+
+
+def dumps_gradescope(result: SubmissionResult) -> str:
+    """The JSON text, built whole before anything is written. Raises on NaN or infinity."""
+    return json.dumps(to_gradescope(result), allow_nan=False, ensure_ascii=False, indent=2) + "\n"
+
+
+def write_gradescope(result: SubmissionResult, path: str | os.PathLike[str]) -> None:
+    write_text_atomic(path, dumps_gradescope(result))

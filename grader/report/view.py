@@ -1,0 +1,183 @@
+"""What every report format agrees on: numbering, labels, number formatting, and which
+details of a check a student may see.
+
+The writers (HTML, terminal, results.json, CSV) all read `SubmissionResult` through these
+helpers, so a hidden check is gated in one place and "2.3" means the same check everywhere.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from grader.results import CheckResult, Comparison, Outcome, SectionResult, Status, SubmissionResult, Visibility
+
+OUTCOME_LABELS: dict[Outcome, str] = {
+    Outcome.PASSED: "Passed",
+    Outcome.PARTIAL: "Partly passed",
+    Outcome.FAILED: "Failed",
+    Outcome.ERROR: "Error",
+    Outcome.TIMEOUT: "Timed out",
+    Outcome.NOT_RUN: "Not run",
+}
+
+# A symbol next to the label so the badge never relies on colour alone.
+OUTCOME_SYMBOLS: dict[Outcome, str] = {
+    Outcome.PASSED: "\u2713",  # check mark
+    Outcome.PARTIAL: "\u25d0",  # half circle
+    Outcome.FAILED: "\u2717",  # ballot x
+    Outcome.ERROR: "!",
+    Outcome.TIMEOUT: "\u25f7",  # clock face (in common fonts, unlike the hourglass)
+    Outcome.NOT_RUN: "\u2013",  # en dash
+}
+
+STATUS_LABELS: dict[Status, str] = {
+    Status.GRADED: "Graded",
+    Status.TIMEOUT: "Timed out",
+    Status.OOM: "Ran out of memory",
+    Status.OUTPUT_LIMIT: "Output limit reached",
+    Status.UNGRADABLE: "Ungradable",
+    Status.INFRA_ERROR: "Grader failure",
+}
+
+INFRA_BANNER = "The grader failed, not your submission; this result is not a grade."
+
+SHA_SHORT = 12
+
+
+def format_number(value: float) -> str:
+    """Points as a person writes them: 12.5, 100, 0.3 (never 0.30000000000000004)."""
+    if not math.isfinite(value):
+        raise ValueError(f"points must be a finite number, got {value!r}")
+    rounded = round(float(value), 6)  # ints arrive too, despite the annotation
+    if rounded == 0:
+        return "0"  # also turns -0.0 into "0"
+    if rounded.is_integer():
+        return str(int(rounded))
+    return f"{rounded:.6f}".rstrip("0").rstrip(".")
+
+
+def clean_number(value: float) -> float:
+    """The same rounding as `format_number`, kept numeric (for JSON)."""
+    if not math.isfinite(value):
+        raise ValueError(f"points must be a finite number, got {value!r}")
+    rounded = round(float(value), 6)
+    return 0.0 if rounded == 0 else rounded
+
+
+def short_sha(sha: str) -> str:
+    return sha[:SHA_SHORT]
+
+
+def shows_details(check: CheckResult) -> bool:
+    """Only a visible check may show what was built, comparisons, output, hint or diagnosis.
+
+    The judge already blanks those fields for hidden checks; every writer asks this anyway,
+    so a judge bug cannot leak hidden inputs into a report.
+    """
+    return check.visibility is Visibility.VISIBLE
+
+
+@dataclass(frozen=True)
+class NumberedCheck:
+    number: str  # "section index.check index", both 1-based
+    check: CheckResult
+
+
+@dataclass(frozen=True)
+class SectionGroup:
+    index: int  # 1-based
+    tag: str
+    title: str
+    section: SectionResult | None  # None when a check names a section the result lacks
+    checks: tuple[NumberedCheck, ...]
+
+
+def group_by_section(result: SubmissionResult) -> tuple[SectionGroup, ...]:
+    """Checks grouped by section in the result's section order, numbered in rubric order."""
+    tags = [section.tag for section in result.sections]
+    for check in result.checks:
+        if check.section not in tags:
+            tags.append(check.section)
+    groups = []
+    for index, tag in enumerate(tags, start=1):
+        own = [check for check in result.checks if check.section == tag]
+        section = next((s for s in result.sections if s.tag == tag), None)
+        groups.append(
+            SectionGroup(
+                index=index,
+                tag=tag,
+                title=section.title if section is not None else tag,
+                section=section,
+                checks=tuple(NumberedCheck(f"{index}.{n}", check) for n, check in enumerate(own, start=1)),
+            )
+        )
+    return tuple(groups)
+
+
+def numbered_checks(result: SubmissionResult) -> tuple[NumberedCheck, ...]:
+    return tuple(numbered for group in group_by_section(result) for numbered in group.checks)
+
+
+def failing_checks(result: SubmissionResult) -> tuple[NumberedCheck, ...]:
+    """Checks that ran and did not pass, in rubric order (the first failing idea first)."""
+    return tuple(
+        numbered
+        for numbered in numbered_checks(result)
+        if not numbered.check.passed and numbered.check.outcome is not Outcome.NOT_RUN
+    )
+
+
+def comparison_line(comparison: Comparison) -> str:
+    verdict = "ok" if comparison.ok else "MISMATCH"
+    return f"{comparison.quantity}: expected {comparison.expected}, observed {comparison.observed} [{verdict}]"
+
+
+def score_text(result: SubmissionResult) -> str:
+    return f"{format_number(result.score)} / {format_number(result.max_score)}"
+
+
+def status_text(result: SubmissionResult) -> str:
+    label = STATUS_LABELS[result.status]
+    return f"{label}: {result.status_detail}" if result.status_detail else label
+
+
+def self_check_text(result: SubmissionResult) -> str:
+    count = result.hidden_not_run
+    noun = "check was" if count == 1 else "checks were"
+    return f"Self-check: {count} hidden {noun} not run"
+
+
+def instances_text(check: CheckResult) -> str:
+    if check.instances_total <= 1:
+        return ""
+    return f"{check.instances_passed} of {check.instances_total} instances passed"
+
+
+# C0 controls except tab and newline, DEL, and C1 controls: a terminal would obey them.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """Untrusted text made safe for a terminal: control characters shown, not obeyed."""
+    text = text.replace("\r\n", "\n")
+    return _CONTROL.sub(lambda match: f"\\x{ord(match.group()):02x}", text)
+
+
+def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
+    """Write the whole file or nothing: a half-written results.json fails the platform."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    try:
+        os.fchmod(fd, 0o644)  # mkstemp makes 0600; reports are read by other users
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+            handle.write(text)
+        os.replace(tmp_name, target)
+    except BaseException:
+        Path(tmp_name).unlink(missing_ok=True)
+        raise

@@ -1,0 +1,50 @@
+"""What every runner takes and returns: a submission and a probe plan in, raw bytes out.
+
+A runner executes the in-container harness (``sandbox/harness``) against one submission.
+It does not interpret what the harness printed: ``grader.protocol`` does that, on the host,
+treating every byte as untrusted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+# Where the harness expects its inputs inside the sandbox working directory.
+PLAN_NAME = "plan.json"
+SUBMISSION_DIR = "submission"
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Resource limits for one submission; defaults live in the rubric loader."""
+
+    wall_seconds: float
+    memory_mb: int
+    cpus: float
+    pids: int
+    stdout_bytes: int
+    tmpfs_mb: int
+
+
+@dataclass(frozen=True)
+class RawRun:
+    """What came back from one sandbox run, before any parsing."""
+
+    stdout: bytes
+    stdout_truncated: bool  # the host cap was hit and the run was stopped
+    stderr_tail: bytes  # last bytes of stderr, for grader diagnostics only
+    exit_code: int | None  # None when the run was killed by the host
+    timed_out: bool  # the host wall deadline fired
+    oom_killed: bool  # the kernel OOM killer acted inside the sandbox
+    elapsed: float  # seconds, wall clock, as seen by the host
+    runner: str  # "docker" or "local"
+    image: str  # image id (docker) or interpreter path (local)
+
+
+class Runner(Protocol):
+    name: str
+
+    def run(self, *, source: bytes, filename: str, plan: bytes, limits: Limits) -> RawRun:
+        """Run the harness on one submission. Raises InfraError when the sandbox itself fails."""
+        ...

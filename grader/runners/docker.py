@@ -1,0 +1,377 @@
+"""Run the harness on one submission in a fresh, locked-down Docker container.
+
+Everything inside the container is attacker-controlled (design.md, "Trust boundary"). The
+host therefore only ever: writes the inputs into a fresh volume before start, reads stdout
+and stderr through capped streams, enforces the wall deadline itself, and removes the
+container and the volume afterwards whatever happened. ``create_container`` is the one
+place that creates containers, so every run gets the same hardening.
+
+Docker and requests errors never leave this module as they are: a failure of the sandbox
+is an InfraError (the student is not blamed, the batch may retry).
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import tarfile
+import threading
+import time
+import uuid
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+import docker
+import docker.errors
+import requests.exceptions
+from docker.models.containers import Container
+from docker.models.volumes import Volume
+from docker.types import LogConfig, Mount, Ulimit
+
+from grader.errors import InfraError, SandboxUnavailable
+from grader.image import LABEL, SANDBOX_ENV, docker_client, ensure_image
+from grader.runners.base import PLAN_NAME, SUBMISSION_DIR, Limits, RawRun
+
+WORKDIR = "/sandbox"
+HARNESS_COMMAND: tuple[str, ...] = (
+    "python3", "-I", "-B", "/opt/ag/sandbox/run_harness.py", "--workdir", WORKDIR,
+)
+STUDENT_UID = 10002  # the harness drops student code to this uid; it must not read the plan
+FSIZE_BYTES = 8 * 1024 * 1024
+NOFILE = 256
+STDERR_TAIL_BYTES = 4096
+KILL_GRACE_S = 15.0  # how long a killed container may take to be reported stopped
+READER_JOIN_S = 5.0
+_FILENAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}")
+
+DockerFailure = (docker.errors.DockerException, requests.exceptions.RequestException)
+
+
+def accepts_swappiness(info: dict[str, Any]) -> bool:
+    """Whether this engine applies ``mem_swappiness``.
+
+    cgroup v2 has no per-group swappiness: the engine drops the setting with a warning (or,
+    in some engine/runc pairs, refuses the container). memory == memory+swap already forbids
+    swap there, so we leave it out rather than pretend it is in force.
+    """
+    return str(info.get("CgroupVersion", "1")) != "2"
+
+
+def submission_archive(*, plan: bytes, source: bytes, filename: str) -> bytes:
+    """The in-memory tar extracted into the fresh volume at /sandbox before start.
+
+    Everything is owned by root. plan.json is 0400: the harness (root) reads it, student code
+    (uid 10002) cannot, so a submission cannot learn the nonce or the probe list from it.
+    The submission is read-only for everybody.
+    """
+    if not _FILENAME.fullmatch(filename) or filename in (".", ".."):
+        raise ValueError(f"not a plain file name: {filename!r}")
+    now = int(time.time())
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for name, kind, mode, data in (
+            (PLAN_NAME, tarfile.REGTYPE, 0o400, plan),
+            (SUBMISSION_DIR, tarfile.DIRTYPE, 0o555, b""),
+            (f"{SUBMISSION_DIR}/{filename}", tarfile.REGTYPE, 0o444, source),
+        ):
+            info = tarfile.TarInfo(name)
+            info.type = kind
+            info.mode = mode
+            info.uid = info.gid = 0
+            info.uname = info.gname = "root"
+            info.mtime = now
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data) if kind == tarfile.REGTYPE else None)
+    return buffer.getvalue()
+
+
+def create_container(
+    client: docker.DockerClient,
+    *,
+    image: str,
+    volume: str,
+    limits: Limits,
+    run_id: str,
+    command: Sequence[str] = HARNESS_COMMAND,
+    swappiness: bool = True,
+) -> Container:
+    """Create (not start) the container for one run, with every trust-boundary default on."""
+    memory = f"{limits.memory_mb}m"
+    extra: dict[str, Any] = {"mem_swappiness": 0} if swappiness else {}
+    return client.containers.create(
+        image,
+        command=list(command),
+        name=f"{LABEL}-{run_id}",
+        labels={LABEL: "1", f"{LABEL}.run": run_id},
+        # Root inside the container, only so the harness can setuid each student process to
+        # 10002 (SETUID/SETGID) and signal/kill those processes across that uid (KILL).
+        # Every other capability is gone, DAC_OVERRIDE included: root cannot write the
+        # root-owned read-only harness files, nor any file it does not own.
+        user="0:0",
+        cap_drop=["ALL"],
+        cap_add=["SETUID", "SETGID", "KILL"],
+        security_opt=["no-new-privileges:true"],  # no exec can gain privileges (setuid files)
+        network_disabled=True,
+        network_mode="none",
+        read_only=True,
+        # The only writable places: the run's own volume at /sandbox and a small /tmp that
+        # cannot hold executables or device nodes, and whose size counts against memory.
+        tmpfs={"/tmp": f"rw,noexec,nosuid,nodev,size={limits.tmpfs_mb}m,mode=1777"},
+        mounts=[Mount(target=WORKDIR, source=volume, type="volume", read_only=False)],
+        working_dir=WORKDIR,
+        mem_limit=memory,
+        memswap_limit=memory,  # equal: no swap at all, so a memory hog dies instead of thrashing
+        nano_cpus=int(limits.cpus * 1e9),
+        pids_limit=limits.pids,  # fork and thread bombs stop here
+        # No nproc: RLIMIT_NPROC counts every process of the uid on the whole host.
+        ulimits=[
+            Ulimit(name="core", soft=0, hard=0),
+            Ulimit(name="fsize", soft=FSIZE_BYTES, hard=FSIZE_BYTES),
+            Ulimit(name="nofile", soft=NOFILE, hard=NOFILE),
+        ],
+        init=True,  # a real PID 1 reaps orphans and forwards signals
+        ipc_mode="private",
+        shm_size="8m",
+        # We read output through attach, never the log; this only bounds the daemon's disk.
+        log_config=LogConfig(type="json-file", config={"max-size": "1m", "max-file": "1"}),
+        environment=dict(SANDBOX_ENV),
+        stop_signal="SIGKILL",  # nothing inside deserves a graceful stop
+        tty=False,
+        stdin_open=False,
+        **extra,
+    )
+
+
+class _Output:
+    """Bytes read from the container: stdout up to the cap, the tail of stderr."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self.stdout = bytearray()
+        self.stderr = bytearray()
+        self.truncated = False
+        self.error: BaseException | None = None
+        self.done = threading.Event()
+
+    def feed(self, out: bytes | None, err: bytes | None) -> bool:
+        """Take one chunk; False once stdout went past the cap (the run must stop)."""
+        if err:
+            self.stderr += err
+            del self.stderr[:-STDERR_TAIL_BYTES]
+        if out:
+            room = self.cap - len(self.stdout)
+            self.stdout += out[: max(room, 0)]
+            if len(out) > room:
+                self.truncated = True
+                return False
+        return True
+
+
+def _pump(first: Iterable[Any], reattach: Any, output: _Output, deadline: float) -> None:
+    """Reader thread: copy demuxed (stdout, stderr) chunks into ``output`` until EOF or cap.
+
+    The attach socket inherits the client's request timeout; a container silent for that
+    long makes the read fail. Within the deadline we attach again (new output only): the
+    stream was idle, so at most what arrived in the instant between the two is lost.
+    """
+    stream: Iterable[Any] = first
+    try:
+        while True:
+            try:
+                for out, err in stream:
+                    if not output.feed(out, err):
+                        return
+                return
+            except (TimeoutError, requests.exceptions.ReadTimeout):
+                if time.monotonic() >= deadline:
+                    return
+                stream = reattach()
+    except BaseException as error:  # reported to the main thread as an infrastructure failure
+        output.error = error
+    finally:
+        output.done.set()
+
+
+def _close(stream: Any) -> None:
+    close = getattr(stream, "close", None)
+    if callable(close):
+        try:
+            close()
+        except Exception:  # the socket is already gone; nothing left to release
+            pass
+
+
+def _kill(container: Container) -> None:
+    try:
+        container.kill()
+    except docker.errors.APIError as error:
+        if error.status_code != 409:  # 409: it had already stopped, which is what we wanted
+            raise
+
+
+def _remove(container: Container | None, volume: Volume | None) -> list[str]:
+    """Remove both; never raises, returns what could not be removed."""
+    problems: list[str] = []
+    if container is not None:
+        try:
+            container.remove(force=True, v=True)
+        except docker.errors.NotFound:
+            pass
+        except DockerFailure as error:
+            problems.append(f"container {container.id}: {error}")
+    if volume is not None:
+        try:
+            volume.remove(force=True)
+        except docker.errors.NotFound:
+            pass
+        except DockerFailure as error:
+            problems.append(f"volume {volume.name}: {error}")
+    return problems
+
+
+class DockerRunner:
+    """Runs each submission in its own container built from the sandbox image."""
+
+    name = "docker"
+
+    def __init__(
+        self,
+        *,
+        image: str | None = None,
+        client: docker.DockerClient | None = None,
+        command: Sequence[str] = HARNESS_COMMAND,
+    ) -> None:
+        self._client = client or docker_client()
+        self.image = image or ensure_image()
+        self._command = tuple(command)  # tests of the sandbox itself swap the harness out
+        self._swappiness: bool | None = None
+        try:
+            self.image_id = str(self._client.images.get(self.image).id)
+        except docker.errors.ImageNotFound as error:
+            raise SandboxUnavailable(
+                f"sandbox image {self.image} is missing; build it with grader.image.ensure_image()"
+            ) from error
+        except DockerFailure as error:
+            raise SandboxUnavailable(f"cannot look up sandbox image {self.image}: {error}") from error
+
+    def _engine_accepts_swappiness(self) -> bool:
+        if self._swappiness is None:
+            self._swappiness = accepts_swappiness(self._client.info())
+        return self._swappiness
+
+    def run(self, *, source: bytes, filename: str, plan: bytes, limits: Limits) -> RawRun:
+        archive = submission_archive(plan=plan, source=source, filename=filename)
+        run_id = uuid.uuid4().hex
+        container: Container | None = None
+        volume: Volume | None = None
+        finished = False
+        try:
+            volume = self._client.volumes.create(
+                name=f"{LABEL}-{run_id}", driver="local", labels={LABEL: "1", f"{LABEL}.run": run_id}
+            )
+            container = create_container(
+                self._client, image=self.image_id, volume=str(volume.name), limits=limits,
+                run_id=run_id, command=self._command, swappiness=self._engine_accepts_swappiness(),
+            )
+            # Into the volume, before start: the root filesystem is read-only, and no code
+            # of the submission's may run before its inputs are complete.
+            if not container.put_archive(WORKDIR, archive):
+                raise InfraError("the engine refused the submission archive", where=container.id)
+            raw = self._execute(container, limits)
+            finished = True
+            return raw
+        except DockerFailure as error:
+            raise InfraError(f"docker failed while grading: {error}") from error
+        finally:
+            problems = _remove(container, volume)
+            if problems and finished:
+                # The grade is sound, but a leak means the engine misbehaves: say so loudly.
+                raise InfraError("could not clean up: " + "; ".join(problems))
+
+    def _execute(self, container: Container, limits: Limits) -> RawRun:
+        """Start, read with caps, stop at the deadline, collect the final state."""
+        output = _Output(limits.stdout_bytes)
+        streams: list[Any] = []
+
+        def attach(logs: bool) -> Iterator[Any]:
+            stream = container.attach(stdout=True, stderr=True, stream=True, logs=logs, demux=True)
+            streams.append(stream)
+            return iter(stream)
+
+        try:
+            # Attached before start, so no output is produced before we listen.
+            first = attach(True)
+            container.start()
+            started = time.monotonic()
+            deadline = started + limits.wall_seconds
+            reader = threading.Thread(
+                target=_pump, args=(first, lambda: attach(False), output, deadline),
+                name=f"{LABEL}-reader", daemon=True,
+            )
+            reader.start()
+            output.done.wait(timeout=max(deadline - time.monotonic(), 0.0))
+
+            killed = timed_out = False
+            if output.truncated:
+                _kill(container)
+                killed = True
+            elif not output.done.is_set():
+                _kill(container)
+                timed_out = killed = True
+            elif output.error is not None:
+                raise InfraError(f"reading the sandbox output failed: {output.error}") from output.error
+
+            # The streams ended (or we killed): now the container itself must stop.
+            try:
+                container.wait(timeout=KILL_GRACE_S if killed else max(deadline - time.monotonic(), 0.0) + 1.0)
+            except requests.exceptions.ReadTimeout:
+                if killed:
+                    raise InfraError(f"the container did not stop {KILL_GRACE_S:g} s after kill") from None
+                # Output closed but the processes lived on until the deadline.
+                _kill(container)
+                timed_out = killed = True
+                try:
+                    container.wait(timeout=KILL_GRACE_S)
+                except requests.exceptions.ReadTimeout:
+                    raise InfraError(f"the container did not stop {KILL_GRACE_S:g} s after kill") from None
+            elapsed = time.monotonic() - started
+
+            reader.join(timeout=READER_JOIN_S)
+            container.reload()
+            state = container.attrs.get("State") or {}
+            exit_code = state.get("ExitCode")
+            return RawRun(
+                stdout=bytes(output.stdout),
+                stdout_truncated=output.truncated,
+                stderr_tail=bytes(output.stderr),
+                exit_code=None if killed or not isinstance(exit_code, int) else exit_code,
+                timed_out=timed_out,
+                oom_killed=bool(state.get("OOMKilled", False)),
+                elapsed=elapsed,
+                runner=self.name,
+                image=self.image_id,
+            )
+        finally:
+            # Shuts the sockets down, which also wakes a reader blocked in recv().
+            for stream in streams:
+                _close(stream)
+
+
+def reap_leftovers(client: docker.DockerClient | None = None) -> int:
+    """Remove every container and volume carrying our label; returns how many went.
+
+    For tests and for recovering from a crashed run. It removes runs in progress too, so
+    call it only when no grading is running on this engine.
+    """
+    client = client or docker_client()
+    removed = 0
+    try:
+        for container in client.containers.list(all=True, filters={"label": LABEL}):
+            if not _remove(container, None):
+                removed += 1
+        for volume in client.volumes.list(filters={"label": LABEL}):
+            if not _remove(None, volume):
+                removed += 1
+    except DockerFailure as error:
+        raise InfraError(f"cannot list leftover sandbox containers: {error}") from error
+    return removed

@@ -1,0 +1,57 @@
+"""`grader rubric validate`: the rubric agrees with the reference, and the reference gets full marks."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from .expected import REFERENCE, compute_expected, math_expected
+from .grading import grade_submission
+from .judge import fmt
+from .plan import build_plan
+from .results import SubmissionResult
+from .rubric import Rubric
+from .runners.base import Runner
+
+# Several seeds, so every random probe is exercised more than once.
+VALIDATION_SEEDS = (0, 1, 2)
+
+
+@dataclass(frozen=True)
+class Validation:
+    literal_errors: tuple[str, ...]
+    literals_checked: int
+    reference_result: SubmissionResult
+
+    @property
+    def ok(self) -> bool:
+        full = abs(self.reference_result.score - self.reference_result.max_score) < 1e-9
+        return not self.literal_errors and full and self.reference_result.status.value == "graded"
+
+
+def check_literals(rubric: Rubric) -> tuple[list[str], int]:
+    """Every ``expect:`` value in the rubric, compared with what the reference (or math) gives."""
+    errors: list[str] = []
+    checked = 0
+    for seed in VALIDATION_SEEDS:
+        plan = build_plan(rubric, seed=seed, visible_only=False)
+        expected = compute_expected(plan, class_name=rubric.class_name)
+        for check in plan.checks:
+            if not check.expect:
+                continue
+            probe = plan.probe(check.probe)
+            for index, program in enumerate(probe.programs):
+                truth = math_expected(program) if check.expect_from == "math" else expected.program(probe.id, index)
+                tolerance = rubric.tolerances[check.tolerance]
+                for key, literal in check.expect.items():
+                    checked += 1
+                    value = truth.get(key)
+                    if not isinstance(value, float) or not tolerance.accepts(value, literal):
+                        errors.append(f"{check.id}: {key} is {literal!r} in the rubric but {fmt(value)} from the {check.expect_from}")
+    return sorted(set(errors)), checked
+
+
+def validate_rubric(rubric: Rubric, *, runner: Runner, seed: int, reference: Path = REFERENCE) -> Validation:
+    errors, checked = check_literals(rubric)
+    result = grade_submission(reference, student="reference", rubric=rubric, runner=runner, seed=seed)
+    return Validation(tuple(errors), checked, result)

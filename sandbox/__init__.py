@@ -1,0 +1,1 @@
+"""Code that runs inside the grading sandbox. Standard library only."""

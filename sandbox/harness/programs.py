@@ -1,0 +1,279 @@
+"""Probe executors: build graphs with an engine class and read plain observations.
+
+The same code runs in the sandbox against the student's engine and on the host against the
+reference, so observed and expected values are produced the same way. Everything read from
+an engine object goes through ``read_float``/``read_text``: student objects can lie through
+their dunder methods, so only stored float values are trusted, never ``__float__``.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from typing import Any, Callable, Dict, List, Optional
+
+Observation = Any  # float | bool | str | list[str] | {"nonfinite": ...} | {"bad": ...}
+Emit = Callable[[str, Dict[str, Observation]], None]
+Make = Callable[[float], Any]
+
+MAX_TEXT = 60
+MAX_PARENTS = 64
+
+BINARY: Dict[str, Callable[[Any, Any], Any]] = {
+    "add": operator.add,
+    "sub": operator.sub,
+    "mul": operator.mul,
+    "div": operator.truediv,
+    "pow": operator.pow,
+}
+UNARY_METHODS = ("tanh", "relu", "exp", "log")
+
+
+class ProgramError(Exception):
+    """The engine raised (or misbehaved) while a program ran; ``stage`` says where."""
+
+    def __init__(self, stage: str, error: BaseException, observations: Dict[str, Observation]):
+        super().__init__(stage)
+        self.stage = stage
+        self.error = error
+        self.observations = observations
+
+
+def read_float(value: Any) -> Observation:
+    """A JSON-safe reading of a number stored by the engine, without calling its methods."""
+    if isinstance(value, bool):
+        return {"bad": "bool"}
+    if type(value) is float:
+        number = value
+    elif isinstance(value, float):
+        # float subclasses (numpy.float64 among them): read the stored value, not __float__.
+        number = float.__float__(value)
+    elif isinstance(value, int):
+        try:
+            number = float(int.__index__(value))
+        except OverflowError:
+            return {"nonfinite": "overflow"}
+    else:
+        return {"bad": type(value).__name__[:MAX_TEXT]}
+    if math.isnan(number):
+        return {"nonfinite": "nan"}
+    if math.isinf(number):
+        return {"nonfinite": "inf" if number > 0 else "-inf"}
+    return number
+
+
+def read_text(value: Any) -> Observation:
+    if value is None:
+        return ""
+    if type(value) is str:
+        return value[:MAX_TEXT]
+    if isinstance(value, str):
+        return str.__str__(value)[:MAX_TEXT]
+    return {"bad": type(value).__name__[:MAX_TEXT]}
+
+
+def parents_of(node: Any) -> List[Any]:
+    prev = getattr(node, "_prev")
+    parents = []
+    for index, parent in enumerate(prev):
+        if index >= MAX_PARENTS:
+            break
+        parents.append(parent)
+    return parents
+
+
+def describe_step(step: List[Any]) -> str:
+    target, op, *args = step
+    shown = [str(a) for a in args]
+    if op == "backward":
+        return f"{shown[0]}.backward()"
+    if op == "sgd":
+        return f"{target} = Value({shown[0]}.data - {shown[1]} * {shown[0]}.grad)"
+    if op in UNARY_METHODS:
+        return f"{target} = {shown[0]}.{op}()"
+    if op == "neg":
+        return f"{target} = -{shown[0]}"
+    symbol = {"add": "+", "sub": "-", "mul": "*", "div": "/", "pow": "**"}[op]
+    return f"{target} = {shown[0]} {symbol} {shown[1]}"
+
+
+def _apply(op: str, args: List[Any]) -> Any:
+    if op in BINARY:
+        return BINARY[op](args[0], args[1])
+    if op == "neg":
+        return -args[0]
+    if op in UNARY_METHODS:
+        return getattr(args[0], op)()
+    raise ValueError(f"unknown operation {op!r}")
+
+
+def run_program(make: Make, program: Dict[str, Any], emit: Emit) -> Dict[str, Observation]:
+    """Build the program's graph, run its backward steps and observe every named node.
+
+    ``emit("forward", obs)`` is called before the first backward() so forward values survive
+    a backward() that never returns.
+    """
+    nodes: Dict[str, Any] = {}
+    obs: Dict[str, Observation] = {}
+    record = set(program.get("record", ()))
+    schedule: List[str] = []
+    backward_seen = False
+    stage = "creating the leaves"
+    try:
+        for name, value in program["leaves"].items():
+            stage = f"creating leaf {name} = Value({value!r})"
+            nodes[name] = make(float(value))
+            obs[f"{name}.data"] = read_float(nodes[name].data)
+        for step in program["steps"]:
+            stage = describe_step(step)
+            target, op, *args = step
+            if op == "backward":
+                if not backward_seen:
+                    if "graph" in record:
+                        obs.update(_graph(nodes))
+                    emit("forward", dict(obs))
+                    if "schedule" in record:
+                        _wrap_backwards(nodes, schedule)
+                    backward_seen = True
+                nodes[args[0]].backward()
+                continue
+            if op == "sgd":
+                param, rate = nodes[args[0]], float(args[1])
+                data, grad = read_float(param.data), read_float(param.grad)
+                if not isinstance(data, float) or not isinstance(grad, float):
+                    raise TypeError(f"{args[0]}.data or .grad is not a finite float")
+                nodes[target] = make(data - rate * grad)
+            else:
+                operands = [nodes[a] if isinstance(a, str) else a for a in args]
+                nodes[target] = _apply(op, operands)
+            obs[f"{target}.data"] = read_float(nodes[target].data)
+        if not backward_seen:
+            if "graph" in record:
+                obs.update(_graph(nodes))
+            emit("forward", dict(obs))
+        stage = "reading gradients"
+        if backward_seen:
+            for name, node in nodes.items():
+                obs[f"{name}.grad"] = read_float(node.grad)
+        if "schedule" in record:
+            obs["schedule"] = schedule[:MAX_PARENTS * 4]
+    except Exception as error:  # student code may raise anything; SystemExit is left to the caller
+        raise ProgramError(stage, error, obs) from error
+    return obs
+
+
+def _graph(nodes: Dict[str, Any]) -> Dict[str, Observation]:
+    """Each named node's parents (by identity, as names; '?' for unnamed) and op label."""
+    names = {id(node): name for name, node in nodes.items()}
+    out: Dict[str, Observation] = {}
+    for name, node in nodes.items():
+        parents = [names.get(id(p), "?") for p in parents_of(node)]
+        out[f"{name}.prev"] = sorted(parents)
+        out[f"{name}.op"] = read_text(getattr(node, "_op", None))
+    return out
+
+
+def _wrap_backwards(nodes: Dict[str, Any], schedule: List[str]) -> None:
+    """Record the order in which backward() calls each named node's ``_backward``."""
+    for name, node in nodes.items():
+        original = node._backward
+
+        def traced(_name: str = name, _original: Callable[[], Any] = original) -> Any:
+            schedule.append(_name)
+            return _original()
+
+        node._backward = traced
+
+
+# --- the API probe: does each operation exist and build a linked graph node? ---------------
+
+API_X = 1.3
+API_Y = 0.6
+
+API_OPERATIONS: Dict[str, Callable[[Any, Any], Any]] = {
+    "add": lambda x, y: x + y,
+    "add_float": lambda x, y: x + 0.5,
+    "radd": lambda x, y: 0.5 + x,
+    "mul": lambda x, y: x * y,
+    "mul_float": lambda x, y: x * 2.5,
+    "rmul": lambda x, y: 2.5 * x,
+    "sub": lambda x, y: x - y,
+    "sub_float": lambda x, y: x - 0.5,
+    "rsub": lambda x, y: 0.5 - x,
+    "div": lambda x, y: x / y,
+    "div_float": lambda x, y: x / 2.5,
+    "rdiv": lambda x, y: 2.5 / x,
+    "pow": lambda x, y: x**3,
+    "neg": lambda x, y: -x,
+    "tanh": lambda x, y: x.tanh(),
+    "relu": lambda x, y: x.relu(),
+    "exp": lambda x, y: x.exp(),
+    "log": lambda x, y: x.log(),
+}
+USES_Y = {"add", "mul", "sub", "div"}
+
+
+def _reaches(result: Any, targets: List[Any]) -> bool:
+    """True when every target is an ancestor of result through ``_prev`` (bounded search)."""
+    wanted = {id(t) for t in targets}
+    frontier, seen = [result], set()
+    while frontier and wanted and len(seen) < 64:
+        node = frontier.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        for parent in parents_of(node):
+            wanted.discard(id(parent))
+            frontier.append(parent)
+    return not wanted
+
+
+def run_api(cls: type, make: Make) -> Dict[str, Observation]:
+    obs: Dict[str, Observation] = {}
+    try:
+        leaf = make(API_X)
+    except Exception as error:
+        obs["construct"] = f"{type(error).__name__}: {error}"[:200]
+        return obs
+    obs["construct"] = "ok"
+    for field in ("data", "grad", "_prev", "_op", "_backward"):
+        obs[f"field.{field}"] = _field(leaf, field)
+    obs["method.backward"] = callable(getattr(leaf, "backward", None))
+    for op, build in API_OPERATIONS.items():
+        obs.update(_api_op(cls, make, op, build))
+    return obs
+
+
+def _field(leaf: Any, field: str) -> Observation:
+    if not hasattr(leaf, field):
+        return "missing"
+    value = getattr(leaf, field)
+    if field == "data":
+        return "ok" if read_float(value) == API_X else "wrong value"
+    if field == "grad":
+        return "ok" if read_float(value) == 0.0 else "not 0.0 on a new leaf"
+    if field == "_prev":
+        try:
+            return "ok" if len(parents_of(leaf)) == 0 else "not empty on a leaf"
+        except Exception:
+            return "not iterable"
+    if field == "_op":
+        return "ok" if isinstance(read_text(value), str) else "not a string"
+    return "ok" if callable(value) else "not callable"
+
+
+def _api_op(cls: type, make: Make, op: str, build: Callable[[Any, Any], Any]) -> Dict[str, Observation]:
+    try:
+        x, y = make(API_X), make(API_Y)
+        result = build(x, y)
+        if not isinstance(result, cls):
+            status = f"returned {type(result).__name__[:MAX_TEXT]}, not a graph node"
+        elif not _reaches(result, [x, y] if op in USES_Y else [x]):
+            status = "result is not linked to its inputs through _prev"
+        else:
+            status = "ok"
+        data = read_float(result.data) if isinstance(result, cls) else {"bad": "no node"}
+    except Exception as error:
+        status = f"raised {type(error).__name__}: {error}"[:200]
+        data = {"bad": "raised"}
+    return {f"op.{op}.status": status, f"op.{op}.data": data}

@@ -1,0 +1,398 @@
+"""The harness parent: reads the plan, runs each probe in a fresh child, reports records.
+
+Trust layout inside the sandbox: this process never imports student code. Each probe runs in
+a forked child that first drops to the student uid (when started as root), so student code
+can neither signal this process nor write to its output stream. Children report through a
+private pipe; this process validates what they send, caps it, and re-emits it as
+``@@AG:<nonce> <json>`` lines on stdout, the only channel the host reads.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import selectors
+import signal
+import sys
+import tempfile
+import time
+import traceback
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+from . import loader, programs, scripts
+
+Write = Callable[[Dict[str, Any]], None]
+Task = Callable[[Write], None]
+
+RECORD_BYTES = 256 * 1024  # one child record; larger ones are dropped
+CHILD_RECORDS_BYTES = 8 * 1024 * 1024  # everything one child may send
+FLOOD_BYTES = 4 * 1024 * 1024  # student output beyond this stops the probe
+
+
+class Emitter:
+    def __init__(self, nonce: str):
+        self.prefix = f"@@AG:{nonce} "
+
+    def __call__(self, record: Dict[str, Any]) -> None:
+        line = json.dumps(record, allow_nan=False, separators=(",", ":"))
+        sys.stdout.write(self.prefix + line + "\n")
+        sys.stdout.flush()
+
+
+def _decode(raw: bytes) -> str:
+    import importlib.util
+
+    return importlib.util.decode_source(raw)
+
+
+def _exception_record(error: BaseException, filename: str) -> Dict[str, Any]:
+    line = None
+    for frame in traceback.extract_tb(error.__traceback__):
+        if frame.filename == filename:
+            line = frame.lineno
+    return {"type": type(error).__name__[:60], "message": str(error)[:300], "line": line}
+
+
+class Supervisor:
+    def __init__(self, plan: Dict[str, Any], source: str, emit: Emitter):
+        self.plan = plan
+        self.source = source
+        self.emit = emit
+        self.filename = plan["filename"]
+        self.class_name = plan["class_name"]
+        limits = plan["limits"]
+        self.probe_seconds = float(limits["probe_seconds"])
+        self.script_seconds = float(limits["script_seconds"])
+        self.deadline = time.monotonic() + float(limits["budget_seconds"])
+        self.output_bytes = int(limits["output_bytes"])
+        self.memory_bytes = int(limits["child_memory_mb"]) * 1024 * 1024
+        student = plan.get("student") or {}
+        self.uid: Optional[int] = student.get("uid") if os.geteuid() == 0 else None
+        self.gid: Optional[int] = student.get("gid") if os.geteuid() == 0 else None
+        self.reap = bool(student.get("reap")) and self.uid is not None
+        self.mode = "full"
+
+    # --- child management ------------------------------------------------------------------
+
+    def _child(self, task: Task, wfd: int, outfd: int, cpu_seconds: int) -> None:
+        """Runs in the forked child; never returns."""
+        try:
+            os.setsid()
+            devnull = os.open(os.devnull, os.O_RDONLY)
+            os.dup2(devnull, 0)
+            os.dup2(outfd, 1)
+            os.dup2(outfd, 2)
+            os.closerange(3, wfd)
+            os.closerange(wfd + 1, 1024)
+            resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+            resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 1))
+            resource.setrlimit(resource.RLIMIT_AS, (self.memory_bytes, self.memory_bytes))
+            if self.uid is not None and self.gid is not None:
+                os.setgroups([])
+                os.setgid(self.gid)
+                os.setuid(self.uid)
+            workdir = tempfile.mkdtemp(prefix="run-", dir="/tmp")
+            os.chdir(workdir)
+            os.environ["HOME"] = workdir
+            sys.path.append(workdir)
+        except BaseException:
+            os._exit(71)
+        channel = os.fdopen(wfd, "w", buffering=1, encoding="utf-8")
+
+        def write(record: Dict[str, Any]) -> None:
+            channel.write(json.dumps(record, allow_nan=False) + "\n")
+            channel.flush()
+
+        status = 0
+        try:
+            task(write)
+        except BaseException as error:  # SystemExit and KeyboardInterrupt included
+            try:
+                write({"t": "err", "stage": "running the probe", "error": _exception_record(error, self.filename)})
+            except BaseException:
+                status = 72
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except BaseException:
+                pass
+        os._exit(status)
+
+    def run_child(self, task: Task, *, timeout: float, progress_resets: bool) -> Tuple[List[Dict[str, Any]], Dict[str, Any]]:
+        """Fork a child for ``task``; returns its records and an end summary."""
+        remaining = self.deadline - time.monotonic()
+        if remaining <= 0:
+            return [], {"status": "not_run", "reason": "deadline"}
+        rfd, wfd = os.pipe()
+        ofd, owfd = os.pipe()
+        sys.stdout.flush()
+        started = time.monotonic()
+        pid = os.fork()
+        if pid == 0:
+            os.close(rfd)
+            os.close(ofd)
+            self._child(task, wfd, owfd, cpu_seconds=int(max(timeout, 1)) + 1)
+        os.close(wfd)
+        os.close(owfd)
+        records, summary = self._collect(pid, rfd, ofd, timeout, progress_resets, started)
+        summary["elapsed"] = round(time.monotonic() - started, 3)
+        if self.reap:
+            self._reap_student_processes()
+        return records, summary
+
+    def _collect(self, pid: int, rfd: int, ofd: int, timeout: float, progress_resets: bool, started: float) -> Tuple[List[Dict[str, Any]], Dict[str, Any]]:
+        selector = selectors.DefaultSelector()
+        selector.register(rfd, selectors.EVENT_READ, "records")
+        selector.register(ofd, selectors.EVENT_READ, "output")
+        pending = b""
+        records: List[Dict[str, Any]] = []
+        received = 0
+        output = bytearray()
+        output_total = 0
+        killed_for = ""
+        last_progress = started
+        open_streams = 2
+        while open_streams:
+            now = time.monotonic()
+            limit = min(last_progress + timeout if progress_resets else started + timeout, self.deadline)
+            if now >= limit:
+                killed_for = "deadline" if limit == self.deadline and now >= self.deadline else "timeout"
+                break
+            for key, _ in selector.select(timeout=min(0.5, limit - now)):
+                chunk = os.read(key.fd, 65536)
+                if not chunk:
+                    selector.unregister(key.fd)
+                    open_streams -= 1
+                    continue
+                if key.data == "output":
+                    output_total += len(chunk)
+                    if len(output) < self.output_bytes:
+                        output.extend(chunk[: self.output_bytes - len(output)])
+                    continue
+                received += len(chunk)
+                pending += chunk
+                *lines, pending = pending.split(b"\n")
+                for line in lines:
+                    record = self._parse_child_line(line)
+                    if record is not None:
+                        records.append(record)
+                        last_progress = time.monotonic()
+            if output_total > FLOOD_BYTES:
+                killed_for = "output_limit"
+                break
+            if received > CHILD_RECORDS_BYTES:
+                killed_for = "record_limit"
+                break
+        if killed_for:
+            self._kill(pid)
+        _, wait_status = os.waitpid(pid, 0)
+        selector.close()
+        os.close(rfd)
+        os.close(ofd)
+        summary: Dict[str, Any] = {
+            "output": output.decode("utf-8", "replace"),
+            "output_truncated": output_total > len(output),
+            "output_bytes": output_total,
+        }
+        if killed_for:
+            summary["status"] = killed_for
+        elif os.WIFSIGNALED(wait_status):
+            signum = os.WTERMSIG(wait_status)
+            summary["status"] = "killed"
+            summary["signal"] = signal.Signals(signum).name if signum in signal.Signals._value2member_map_ else str(signum)
+        else:
+            code = os.WEXITSTATUS(wait_status)
+            summary["status"] = "ok" if code == 0 else "exited"
+            summary["exit_code"] = code
+        return records, summary
+
+    @staticmethod
+    def _parse_child_line(line: bytes) -> Optional[Dict[str, Any]]:
+        if not line or len(line) > RECORD_BYTES:
+            return None
+        try:
+            record = json.loads(line.decode("utf-8"), parse_constant=_reject_constant)
+        except (ValueError, RecursionError):
+            return None
+        return record if isinstance(record, dict) else None
+
+    @staticmethod
+    def _kill(pid: int) -> None:
+        for target in (lambda: os.killpg(pid, signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL)):
+            try:
+                target()
+            except (ProcessLookupError, PermissionError):
+                pass
+
+    def _reap_student_processes(self) -> None:
+        """Kill anything left running under the student uid (detached processes, daemons)."""
+        pid = os.fork()
+        if pid == 0:
+            try:
+                assert self.uid is not None and self.gid is not None
+                os.setgroups([])
+                os.setgid(self.gid)
+                os.setuid(self.uid)
+                os.kill(-1, signal.SIGKILL)  # every process this uid may signal, except itself
+            except BaseException:
+                pass
+            os._exit(0)
+        os.waitpid(pid, 0)
+
+    # --- tasks (run inside children) ----------------------------------------------------------
+
+    def _engine(self) -> Tuple[type, Callable[[float], Any], Dict[str, Any]]:
+        finder = loader.install_stand_ins(self.plan.get("stand_ins", []))
+        module, notices = loader.load_module(self.source, self.filename, self.mode)
+        cls, found_notices = loader.find_engine(module, self.class_name)
+        make, extra = loader.constructor(cls)
+        info = {
+            "class_name": cls.__name__[:60],
+            "extra_args": extra,
+            "notices": notices + found_notices,
+            "stand_ins_used": finder.used,
+        }
+        return cls, make, info
+
+    def _task_load(self, write: Write) -> None:
+        try:
+            cls, make, info = self._engine()
+            leaf = make(1.5)
+            info["leaf_data"] = programs.read_float(getattr(leaf, "data", None))
+        except loader.LoadError as error:
+            write({"t": "load", "ok": False, "error": {"type": "LoadError", "message": str(error)[:300], "line": error.line}})
+            return
+        except BaseException as error:
+            write({"t": "load", "ok": False, "error": _exception_record(error, self.filename)})
+            return
+        write({"t": "load", "ok": True, **info})
+
+    def _task_api(self, probe_id: str) -> Task:
+        def task(write: Write) -> None:
+            cls, make, _ = self._engine()
+            write({"t": "obs", "probe": probe_id, "program": 0, "phase": "final", "obs": programs.run_api(cls, make)})
+
+        return task
+
+    def _task_programs(self, probe_id: str, items: List[Dict[str, Any]]) -> Task:
+        def task(write: Write) -> None:
+            _, make, _ = self._engine()
+            for index, program in enumerate(items):
+
+                def emit(phase: str, obs: Dict[str, Any], _index: int = index) -> None:
+                    write({"t": "obs", "probe": probe_id, "program": _index, "phase": phase, "obs": obs})
+
+                try:
+                    obs = programs.run_program(make, program, emit)
+                except programs.ProgramError as failure:
+                    write({
+                        "t": "err", "probe": probe_id, "program": index, "stage": failure.stage[:200],
+                        "error": _exception_record(failure.error, self.filename), "obs": failure.observations,
+                    })
+                    continue
+                emit("final", obs)
+
+        return task
+
+    def _task_script(self, probe_id: str, edit: Optional[str]) -> Task:
+        def task(write: Write) -> None:
+            loader.install_stand_ins(self.plan.get("stand_ins", []))
+            result = scripts.run_script(self.source, self.filename, self.class_name_found, edit)
+            sys.stdout.flush()
+            sys.stderr.flush()
+            write({"t": "script", "probe": probe_id, **result})
+
+        return task
+
+    # --- the run --------------------------------------------------------------------------------
+
+    def load(self) -> bool:
+        notices: List[str] = []
+        for mode in ("full", "definitions"):
+            self.mode = mode
+            records, summary = self.run_child(self._task_load, timeout=self.script_seconds, progress_resets=False)
+            load = next((r for r in records if r.get("t") == "load"), None)
+            if load and load.get("ok"):
+                self.class_name_found = str(load.get("class_name") or self.class_name)
+                self.emit({**_clean_load(load), "mode": mode, "notices": notices + list(load.get("notices", []))[:10],
+                           "output": summary.get("output", "")})
+                return True
+            error = (load or {}).get("error") or {}
+            if load is None:
+                why = {"timeout": f"did not finish within {self.script_seconds:g} s (top-level code that never ends?)",
+                       "deadline": "ran out of time", "output_limit": "printed too much output"}.get(
+                    summary.get("status", ""), f"stopped ({summary.get('status')}, {summary.get('signal') or summary.get('exit_code')})")
+                notices.append(f"Importing the file {why}.")
+            elif error.get("type") == "LoadError" or error.get("type") in ("SyntaxError", "IndentationError", "TabError"):
+                self.emit({"t": "load", "ok": False, "mode": "failed", "error": error, "notices": notices,
+                           "output": summary.get("output", "")})
+                return False
+            else:
+                where = f" at line {error['line']}" if error.get("line") else ""
+                notices.append(f"Importing the file raised {error.get('type')}{where}: {error.get('message', '')}")
+            if summary.get("status") == "not_run":
+                break
+        self.emit({"t": "load", "ok": False, "mode": "failed", "notices": notices,
+                   "error": {"type": "LoadError", "message": "the engine could not be loaded even with top-level code skipped", "line": None}})
+        return False
+
+    def run(self) -> None:
+        self.class_name_found = self.class_name
+        loaded = self.load()
+        for probe in self.plan["probes"]:
+            probe_id, kind = probe["id"], probe["kind"]
+            if not loaded:
+                self.emit({"t": "probe_end", "probe": probe_id, "status": "not_run", "reason": "load_failed"})
+                continue
+            if kind == "api":
+                task, timeout, resets = self._task_api(probe_id), self.probe_seconds, False
+            elif kind == "program":
+                task, timeout, resets = self._task_programs(probe_id, probe["programs"]), self.probe_seconds, True
+            elif kind == "script":
+                task, timeout, resets = self._task_script(probe_id, probe.get("edit")), self.script_seconds, False
+            else:
+                self.emit({"t": "probe_end", "probe": probe_id, "status": "not_run", "reason": "unknown_kind"})
+                continue
+            records, summary = self.run_child(task, timeout=timeout, progress_resets=resets)
+            for record in records:
+                if record.get("t") in ("obs", "err", "script"):
+                    record["probe"] = probe_id  # a child cannot speak for another probe
+                    self.emit(record)
+            self.emit({"t": "probe_end", "probe": probe_id, **summary})
+
+
+def _clean_load(load: Dict[str, Any]) -> Dict[str, Any]:
+    keep = ("t", "ok", "class_name", "extra_args", "stand_ins_used", "leaf_data")
+    return {k: load[k] for k in keep if k in load}
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"non-standard JSON constant {name}")
+
+
+def main(argv: List[str]) -> int:
+    parser = argparse.ArgumentParser(prog="run_harness")
+    parser.add_argument("--workdir", required=True)
+    args = parser.parse_args(argv)
+    with open(os.path.join(args.workdir, "plan.json"), "rb") as handle:
+        plan = json.loads(handle.read())
+    emit = Emitter(str(plan["nonce"]))
+    path = os.path.join(args.workdir, "submission", plan["filename"])
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read()
+        source = _decode(raw)
+        if "\x00" in source:
+            raise ValueError("the file contains NUL bytes")
+    except (OSError, SyntaxError, ValueError, UnicodeDecodeError) as error:
+        emit({"t": "load", "ok": False, "mode": "failed", "notices": [],
+              "error": {"type": "UnreadableFile", "message": str(error)[:300], "line": None}})
+        for probe in plan["probes"]:
+            emit({"t": "probe_end", "probe": probe["id"], "status": "not_run", "reason": "load_failed"})
+        emit({"t": "end"})
+        return 0
+    Supervisor(plan, source, emit).run()
+    emit({"t": "end"})
+    return 0
