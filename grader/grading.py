@@ -118,8 +118,10 @@ def _load_report(report: HarnessReport, rubric: Rubric) -> LoadReport:
     error = load.get("error") or {}
     message = ""
     if not load.get("ok"):
-        line = f" (line {error['line']})" if error.get("line") else ""
-        message = f"{error.get('type', 'Error')}{line}: {error.get('message', 'the file could not be loaded')}"
+        text = error.get("message", "the file could not be loaded")
+        line = f" (line {error['line']})" if error.get("line") and f"line {error['line']}" not in text else ""
+        kind = "" if error.get("type") == "LoadError" else f"{error.get('type', 'Error')}: "
+        message = f"{kind}{text}{line}"
         if not load:
             message = "the sandbox reported nothing about loading the file"
     return LoadReport(

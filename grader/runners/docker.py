@@ -22,6 +22,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import docker
+from docker.utils.socket import STDOUT, frames_iter
 import docker.errors
 import requests.exceptions
 from docker.models.containers import Container
@@ -193,12 +194,14 @@ def _pump(first: Iterable[Any], reattach: Any, output: _Output, deadline: float)
 
 
 def _close(stream: Any) -> None:
-    close = getattr(stream, "close", None)
-    if callable(close):
-        try:
-            close()
-        except Exception:  # the socket is already gone; nothing left to release
-            pass
+    """Close an attach socket and everything under it (file object, socket, HTTP response)."""
+    for part in (stream, getattr(stream, "_sock", None), getattr(stream, "_response", None)):
+        close = getattr(part, "close", None)
+        if callable(close):
+            try:
+                close()
+            except Exception:  # already gone; nothing left to release
+                pass
 
 
 def _kill(container: Container) -> None:
@@ -294,9 +297,16 @@ class DockerRunner:
         streams: list[Any] = []
 
         def attach(logs: bool) -> Iterator[Any]:
-            stream = container.attach(stdout=True, stderr=True, stream=True, logs=logs, demux=True)
-            streams.append(stream)
-            return iter(stream)
+            # The raw socket, not container.attach(): its generator hides the socket, which
+            # then lingers until garbage collection. We close it ourselves in finally.
+            sock = self._client.api.attach_socket(
+                container.id, params={"stdout": 1, "stderr": 1, "stream": 1, "logs": int(logs)}
+            )
+            streams.append(sock)
+            return (
+                (data, None) if kind == STDOUT else (None, data)
+                for kind, data in frames_iter(sock, False)
+            )
 
         try:
             # Attached before start, so no output is produced before we listen.

@@ -1,0 +1,1 @@
+../../../reference/autograd_lab.py
