@@ -18,7 +18,7 @@ import tarfile
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import docker
@@ -86,6 +86,10 @@ def submission_archive(*, plan: bytes, source: bytes, filename: str) -> bytes:
     return buffer.getvalue()
 
 
+def _labels(extra: Mapping[str, str], run_id: str) -> dict[str, str]:
+    return {**extra, LABEL: "1", f"{LABEL}.run": run_id}
+
+
 def create_container(
     client: docker.DockerClient,
     *,
@@ -95,6 +99,7 @@ def create_container(
     run_id: str,
     command: Sequence[str] = HARNESS_COMMAND,
     swappiness: bool = True,
+    labels: Mapping[str, str] | None = None,
 ) -> Container:
     """Create (not start) the container for one run, with every trust-boundary default on."""
     memory = f"{limits.memory_mb}m"
@@ -103,7 +108,7 @@ def create_container(
         image,
         command=list(command),
         name=f"{LABEL}-{run_id}",
-        labels={LABEL: "1", f"{LABEL}.run": run_id},
+        labels=_labels(labels or {}, run_id),
         # Root inside the container, only so the harness can setuid each student process to
         # 10002 (SETUID/SETGID) and signal/kill those processes across that uid (KILL).
         # Every other capability is gone, DAC_OVERRIDE included: root cannot write the
@@ -243,8 +248,12 @@ class DockerRunner:
         image: str | None = None,
         client: docker.DockerClient | None = None,
         command: Sequence[str] = HARNESS_COMMAND,
+        labels: Mapping[str, str] | None = None,
     ) -> None:
         self._client = client or docker_client()
+        # Extra labels (a batch id, a test session) make one caller's runs findable among
+        # others sharing the engine; ours are applied last so they cannot be overridden.
+        self._labels = dict(labels or {})
         self.image = image or ensure_image()
         self._command = tuple(command)  # tests of the sandbox itself swap the harness out
         self._swappiness: bool | None = None
@@ -270,11 +279,12 @@ class DockerRunner:
         finished = False
         try:
             volume = self._client.volumes.create(
-                name=f"{LABEL}-{run_id}", driver="local", labels={LABEL: "1", f"{LABEL}.run": run_id}
+                name=f"{LABEL}-{run_id}", driver="local", labels=_labels(self._labels, run_id)
             )
             container = create_container(
                 self._client, image=self.image_id, volume=str(volume.name), limits=limits,
                 run_id=run_id, command=self._command, swappiness=self._engine_accepts_swappiness(),
+                labels=self._labels,
             )
             # Into the volume, before start: the root filesystem is read-only, and no code
             # of the submission's may run before its inputs are complete.
@@ -323,6 +333,10 @@ class DockerRunner:
 
             killed = timed_out = False
             if output.truncated:
+                # Stop listening first: the daemon blocks writing to a socket nobody reads,
+                # and the container cannot finish exiting until its output is delivered.
+                for stream in streams:
+                    _close(stream)
                 _kill(container)
                 killed = True
             elif not output.done.is_set():
@@ -367,19 +381,21 @@ class DockerRunner:
                 _close(stream)
 
 
-def reap_leftovers(client: docker.DockerClient | None = None) -> int:
+def reap_leftovers(client: docker.DockerClient | None = None, *, labels: Mapping[str, str] | None = None) -> int:
     """Remove every container and volume carrying our label; returns how many went.
 
     For tests and for recovering from a crashed run. It removes runs in progress too, so
-    call it only when no grading is running on this engine.
+    call it only when no grading is running on this engine, or narrow it with ``labels``
+    (those given to DockerRunner) to one caller's runs.
     """
     client = client or docker_client()
+    wanted = [LABEL] + [f"{key}={value}" for key, value in (labels or {}).items()]
     removed = 0
     try:
-        for container in client.containers.list(all=True, filters={"label": LABEL}):
+        for container in client.containers.list(all=True, filters={"label": wanted}):
             if not _remove(container, None):
                 removed += 1
-        for volume in client.volumes.list(filters={"label": LABEL}):
+        for volume in client.volumes.list(filters={"label": wanted}):
             if not _remove(None, volume):
                 removed += 1
     except DockerFailure as error:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import io
 import tarfile
+import socket
+import struct
 import threading
 from typing import Any
 
@@ -25,21 +27,40 @@ IMAGE_ID = "sha256:" + "ab" * 32
 
 
 class FakeStream:
-    """What container.attach(stream=True, demux=True) returns: (stdout, stderr) chunks."""
+    """The attach socket: a real socketpair carrying Docker's multiplexed frames.
+
+    A socketpair, because docker's frame reader polls a real file descriptor.
+    """
 
     def __init__(self, container: FakeContainer) -> None:
         self.container = container
-        self.closed = False
-
-    def __iter__(self) -> Any:
-        for chunk in self.container.chunks:
-            yield chunk
-        if self.container.hang:
+        self.sock, writer = socket.socketpair()
+        for out, err in container.chunks:
+            kind, data = (1, out) if out is not None else (2, err or b"")
+            writer.sendall(struct.pack(">BxxxL", kind, len(data)) + data)
+        if container.hang:
             # A submission that never ends: the stream stays open until the container dies.
-            self.container.killed.wait(timeout=10)
+            threading.Thread(target=lambda: (container.killed.wait(timeout=10), writer.close()), daemon=True).start()
+        else:
+            writer.close()
 
-    def close(self) -> None:
-        self.closed = True
+    @property
+    def closed(self) -> bool:
+        return self.sock.fileno() == -1
+
+
+class FakeApi:
+    def __init__(self, client: FakeClient) -> None:
+        self.client = client
+
+    def attach_socket(self, container_id: str, params: dict[str, Any]) -> socket.socket:
+        container = self.client.created
+        if container is None or container.id != container_id:
+            raise AssertionError("attach to a container that was never created")
+        container.log.append(("attach", params))
+        stream = FakeStream(container)
+        container.streams.append(stream)
+        return stream.sock
 
 
 class FakeContainer:
@@ -60,12 +81,6 @@ class FakeContainer:
         self.log.append(("put_archive", path))
         self.archive = data
         return True
-
-    def attach(self, **kwargs: Any) -> FakeStream:
-        self.log.append(("attach", kwargs))
-        stream = FakeStream(self)
-        self.streams.append(stream)
-        return stream
 
     def start(self) -> None:
         self.log.append(("start",))
@@ -149,6 +164,7 @@ class FakeClient:
         self.containers = FakeContainers(self)
         self.volumes = FakeVolumes(self)
         self.images = FakeImages()
+        self.api = FakeApi(self)
         self.created: FakeContainer | None = None
         self.create_image = ""
         self.create_error: Exception | None = None

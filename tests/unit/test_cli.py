@@ -1,0 +1,142 @@
+"""The click CLI end to end with the local sandbox: check, rubric validate, grade."""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from grader.cli import cli
+from grader.results import Visibility
+from grader.rubric import DEFAULT_RUBRIC, load_rubric
+
+REPO = Path(__file__).resolve().parents[2]
+REFERENCE = REPO / "reference" / "autograd_lab.py"
+SUBMISSIONS = REPO / "submissions"
+# Three quick students (henry_adams loops and takes ~50 s): full marks, a file that does not
+# load, and a renamed class with an extra constructor argument.
+STUDENTS = ("alice_nguyen", "frank_zhou", "ivy_martins")
+TAGS = ["api", "part1_trace", "a6_parity", "reuse", "bug_injection", "finite_difference"]
+
+
+@pytest.fixture
+def runner() -> CliRunner:
+    return CliRunner()
+
+
+def test_check_writes_html_and_json_and_mentions_hidden_checks(runner: CliRunner, tmp_path: Path) -> None:
+    html, results = tmp_path / "feedback.html", tmp_path / "results.json"
+    outcome = runner.invoke(cli, ["check", str(REFERENCE), "--sandbox", "local", "--html", str(html), "--json", str(results)])
+    assert outcome.exit_code == 0, outcome.output
+    hidden = sum(1 for c in load_rubric().checks if c.visibility is not Visibility.VISIBLE)
+    assert hidden == 21
+    assert f"{hidden} hidden checks were not run" in outcome.stdout
+    assert "local runner" in outcome.stderr  # the less-isolated sandbox is announced
+    assert f"HTML feedback: {html}" in outcome.stdout and f"results.json: {results}" in outcome.stdout
+
+    assert html.read_text(encoding="utf-8").lstrip().lower().startswith("<!doctype html")
+    data = json.loads(results.read_text(encoding="utf-8"))
+    visible_points = sum(c.points for c in load_rubric().checks if c.visibility is Visibility.VISIBLE)
+    assert data["score"] == visible_points == 68
+    assert data["extra_data"]["visible_only"] is True
+    assert data["extra_data"]["hidden_not_run"] == hidden
+    assert data["extra_data"]["runner"] == "local"
+    assert all(t["status"] == "passed" for t in data["tests"])
+    assert all(t["visibility"] == "visible" for t in data["tests"])
+    assert len(data["tests"]) == len(load_rubric().checks) - hidden
+
+
+def test_check_of_a_missing_file_is_reported(runner: CliRunner, tmp_path: Path) -> None:
+    outcome = runner.invoke(cli, ["check", str(tmp_path / "autograd_lab.py"), "--sandbox", "local"])
+    assert outcome.exit_code == 0  # the student's problem, scored 0, not a grader failure
+    assert "no file named autograd_lab.py" in outcome.stdout
+
+
+def test_rubric_validate_passes_for_the_shipped_rubric(runner: CliRunner) -> None:
+    outcome = runner.invoke(cli, ["rubric", "validate", "--sandbox", "local"])
+    assert outcome.exit_code == 0, outcome.output
+    assert "Rubric is valid." in outcome.stdout
+    assert "disagreeing: 0" in outcome.stdout
+    assert "Reference solution: 100/100 (graded" in outcome.stdout
+    assert "FAILED" not in outcome.stdout
+
+
+def test_rubric_validate_names_a_wrong_literal(runner: CliRunner, tmp_path: Path) -> None:
+    text = DEFAULT_RUBRIC.read_text(encoding="utf-8")
+    assert text.count("L.data: 10.5") == 1
+    wrong = tmp_path / "wrong.yaml"
+    wrong.write_text(text.replace("L.data: 10.5", "L.data: 10.6"), encoding="utf-8")
+    outcome = runner.invoke(cli, ["rubric", "validate", str(wrong), "--sandbox", "local"])
+    assert outcome.exit_code != 0
+    assert "Rubric is valid." not in outcome.output
+    assert "part1.forward: L.data is 10.6 in the rubric but 10.5 from the reference" in outcome.stdout
+    assert "disagreeing: 1" in outcome.stdout
+    assert "the rubric is not valid" in outcome.stderr
+
+
+def test_rubric_validate_reports_a_malformed_rubric(runner: CliRunner, tmp_path: Path) -> None:
+    text = DEFAULT_RUBRIC.read_text(encoding="utf-8").replace("        points: 4\n        probe: part1\n", "        points: four\n        probe: part1\n", 1)
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(text, encoding="utf-8")
+    outcome = runner.invoke(cli, ["rubric", "validate", str(bad), "--sandbox", "local"])
+    assert outcome.exit_code != 0
+    assert "expected a number, got 'four'" in str(outcome.exception)
+    assert "sections[1].checks[0].points" in str(outcome.exception)
+
+
+def test_grade_writes_a_report_per_student_and_grades_csv(runner: CliRunner, tmp_path: Path) -> None:
+    submissions = tmp_path / "submissions"
+    for student in STUDENTS:
+        shutil.copytree(SUBMISSIONS / student, submissions / student)
+    out = tmp_path / "out"
+    outcome = runner.invoke(cli, ["grade", str(submissions), "--out", str(out), "--sandbox", "local", "--seed", "3"])
+    assert outcome.exit_code == 0, outcome.output
+    assert "seed 3" in outcome.stdout and "local sandbox" in outcome.stdout
+
+    with (out / "grades.csv").open(newline="", encoding="utf-8") as handle:
+        reader = csv.DictReader(handle)
+        rows = list(reader)
+    assert reader.fieldnames == ["student", *TAGS, "total", "max_total", "status", "detail"]
+    assert [r["student"] for r in rows] == list(STUDENTS)
+    by_student = {r["student"]: r for r in rows}
+    assert by_student["alice_nguyen"]["total"] == "100"
+    assert by_student["frank_zhou"]["total"] == "0"
+    assert by_student["ivy_martins"]["total"] == "98"
+    assert all(r["max_total"] == "100" and r["status"] == "graded" for r in rows)
+    for row in rows:
+        assert sum(float(row[tag]) for tag in TAGS) == pytest.approx(float(row["total"]))
+
+    assert sorted(p.name for p in out.iterdir()) == sorted([*STUDENTS, "grades.csv"])
+    for student in STUDENTS:
+        data = json.loads((out / student / "results.json").read_text(encoding="utf-8"))
+        assert data["extra_data"]["seed"] == 3
+        assert data["extra_data"]["visible_only"] is False
+        assert data["score"] == pytest.approx(float(by_student[student]["total"]))
+        assert len(data["tests"]) == len(load_rubric().checks)
+        html = (out / student / "feedback.html").read_text(encoding="utf-8")
+        assert student in html or student.replace("_", " ") in html
+
+
+def test_grade_is_reproducible_for_a_seed(runner: CliRunner, tmp_path: Path) -> None:
+    submissions = tmp_path / "submissions"
+    shutil.copytree(SUBMISSIONS / "bob_okafor", submissions / "bob_okafor")
+    totals = []
+    for run in ("a", "b"):
+        out = tmp_path / run
+        outcome = runner.invoke(cli, ["grade", str(submissions), "--out", str(out), "--sandbox", "local", "--seed", "3"])
+        assert outcome.exit_code == 0, outcome.output
+        tests = json.loads((out / "bob_okafor" / "results.json").read_text(encoding="utf-8"))["tests"]
+        totals.append([(t["extra_data"]["check_id"], t["score"]) for t in tests])
+    assert totals[0] == totals[1]
+    assert sum(score for _, score in totals[0]) < 100  # bob loses points, so the comparison means something
+
+
+def test_grade_rejects_a_folder_without_students(runner: CliRunner, tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    outcome = runner.invoke(cli, ["grade", str(tmp_path / "empty"), "--out", str(tmp_path / "out"), "--sandbox", "local"])
+    assert outcome.exit_code != 0
+    assert "has no student folders" in str(outcome.exception)

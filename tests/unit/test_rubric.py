@@ -1,0 +1,317 @@
+"""The rubric loader: the shipped rubric, and strict errors that name file:line:col and key path."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+
+from grader.errors import RubricError
+from grader.plan import build_plan
+from grader.results import Visibility
+from grader.rubric import DEFAULT_RUBRIC, Limits, Tolerance, load_rubric
+
+TAGS = ("api", "part1_trace", "a6_parity", "reuse", "bug_injection", "finite_difference")
+
+# A small rubric that loads; each error case below changes one thing in it.
+BASE = """\
+assignment:
+  name: mini
+  file: autograd_lab.py
+  class: Value
+  total: 10
+probes:
+  part1:
+    kind: program
+    leaves: {a: 2, b: 3}
+    steps: ["n1 = a * b", "backward(n1)"]
+sections:
+  - tag: api
+    title: API
+    checks:
+      - id: c1
+        title: first
+        points: 10
+        probe: part1
+        compare: values
+"""
+
+
+def write(tmp_path: Path, text: str, name: str = "rubric.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def position(text: str, needle: str, occurrence: int = 1) -> tuple[int, int]:
+    """1-based (line, column) of the ``occurrence``-th line containing ``needle``, at the needle."""
+    seen = 0
+    for number, line in enumerate(text.splitlines(), start=1):
+        if needle in line:
+            seen += 1
+            if seen == occurrence:
+                return number, line.index(needle) + 1
+    raise AssertionError(f"{needle!r} not in the YAML")
+
+
+def load_error(path: Path) -> RubricError:
+    with pytest.raises(RubricError) as caught:
+        load_rubric(path)
+    return caught.value
+
+
+def replaced(old: str, new: str, text: str = BASE) -> str:
+    assert text.count(old) == 1, f"{old!r} must occur exactly once"
+    return text.replace(old, new)
+
+
+# --- the shipped rubric -------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def shipped():
+    return load_rubric()
+
+
+def test_shipped_rubric_totals_100_points(shipped) -> None:
+    assert shipped.total == 100
+    assert sum(c.points for c in shipped.checks) == pytest.approx(100)
+    assert sum(s.max_points for s in shipped.sections) == pytest.approx(100)
+
+
+def test_shipped_rubric_has_the_six_sections_in_order(shipped) -> None:
+    assert tuple(s.tag for s in shipped.sections) == TAGS
+    assert all(s.checks for s in shipped.sections)
+    assert all(c.section == s.tag for s in shipped.sections for c in s.checks)
+
+
+def test_every_check_names_an_existing_probe_and_tolerance(shipped) -> None:
+    for check in shipped.checks:
+        assert check.probe in shipped.probes, check.id
+        assert check.tolerance in shipped.tolerances, check.id
+        for needed in check.requires:
+            assert needed in {c.id for c in shipped.checks}
+
+
+def test_shipped_rubric_details(shipped) -> None:
+    assert (shipped.filename, shipped.class_name) == ("autograd_lab.py", "Value")
+    assert shipped.path == DEFAULT_RUBRIC
+    assert shipped.sha256 == hashlib.sha256(DEFAULT_RUBRIC.read_bytes()).hexdigest()
+    assert shipped.limits == Limits()  # the YAML spells out the defaults
+    assert shipped.stand_ins == ("graphviz", "matplotlib", "IPython")
+    assert shipped.tolerances["step6"] == Tolerance(0.0, 1e-5)
+    assert shipped.tolerances["handout"] == Tolerance(1e-9, 0.0)
+    ids = [c.id for c in shipped.checks]
+    assert len(ids) == len(set(ids))
+    assert shipped.check("part1.forward").expect == {"n1.data": 6.0, "n2.data": 7.0, "n3.data": 1.5, "L.data": 10.5}
+    assert shipped.check("bug.step5").requires == ("bug.own_checks",)
+    assert shipped.probes["step5"].edit == "mul_backward_assign"
+    assert shipped.probes["fd_pow_neg2_5"].exponent == -2.5
+    hidden = [c for c in shipped.checks if c.visibility is Visibility.HIDDEN]
+    assert hidden and all(shipped.probes[c.probe].randomized for c in hidden)
+
+
+def test_shipped_rubric_builds_a_plan(shipped) -> None:
+    plan = build_plan(shipped, seed=0, visible_only=False)
+    assert {p.id for p in plan.probes} == {c.probe for c in shipped.checks}
+
+
+def test_tolerance_accepts_within_abs_plus_rel() -> None:
+    tol = Tolerance(1e-6, 1e-4)
+    assert tol.accepts(100.0 + 0.0100009, 100.0)
+    assert not tol.accepts(100.0 + 0.0100011, 100.0)
+    assert Tolerance(1e-9, 0.0).describe() == "within 1e-09"
+
+
+# --- error cases --------------------------------------------------------------------------
+
+
+def test_the_base_rubric_loads(tmp_path: Path) -> None:
+    rubric = load_rubric(write(tmp_path, BASE))
+    assert rubric.total == 10 and [c.id for c in rubric.checks] == ["c1"]
+
+
+def test_unknown_key_suggests_the_right_one(tmp_path: Path) -> None:
+    text = replaced("        probe: part1\n", "        prob: part1\n")
+    path = write(tmp_path, text)
+    error = load_error(path)
+    line, col = position(text, "prob: part1")
+    assert error.where == f"{path}:{line}:{col}: sections[0].checks[0].prob"
+    assert error.message == "unknown key 'prob' (did you mean 'probe'?)"
+    assert str(error).startswith(f"{path}:{line}:{col}: ")
+    assert line == 18
+
+
+def test_unknown_top_level_key_is_named(tmp_path: Path) -> None:
+    text = BASE + "tolerances:\n  tight: {abs: 1.0e-9}\nsection: []\n"
+    path = write(tmp_path, text)
+    error = load_error(path)
+    line, col = position(text, "section: []")
+    assert error.where == f"{path}:{line}:{col}: section"
+    assert "did you mean 'sections'?" in error.message
+
+
+def test_wrong_type_names_the_key_path(tmp_path: Path) -> None:
+    text = replaced("points: 10", "points: ten")
+    path = write(tmp_path, text)
+    error = load_error(path)
+    line, col = position(text, "ten")
+    assert (line, col) == (17, 17)
+    assert error.where == f"{path}:{line}:{col}: sections[0].checks[0].points"
+    assert error.message == "expected a number, got 'ten'"
+    assert str(error) == f"{path}:17:17: sections[0].checks[0].points: expected a number, got 'ten'"
+
+
+def test_boolean_is_not_a_number(tmp_path: Path) -> None:
+    text = replaced("total: 10", "total: yes")
+    error = load_error(write(tmp_path, text))
+    assert error.message == "expected a number, got True"
+    assert error.where.endswith(f":{position(text, 'yes')[0]}:10: assignment.total")
+
+
+def test_unknown_probe_reference(tmp_path: Path) -> None:
+    text = replaced("probe: part1", "probe: part2")
+    path = write(tmp_path, text)
+    error = load_error(path)
+    line, col = position(text, "part2")
+    assert error.where == f"{path}:{line}:{col}: sections[0].checks[0].probe"
+    assert error.message == "no probe named 'part2' (did you mean 'part1'?)"
+    assert line == 18
+
+
+@pytest.mark.parametrize(
+    ("steps", "message"),
+    [
+        ('"n1 = a * zz", "backward(n1)"', "'n1 = a * zz': 'zz' is used before it is defined"),
+        ('"n1 = = a", "backward(n1)"', "'n1 = = a' is not a step"),
+        ('"n1 = a * b", "a = n1 + b"', "'a = n1 + b': 'a' is already defined"),
+        ('"n1 = sin(a)"', "'n1 = sin(a)': unsupported operation"),
+    ],
+)
+def test_bad_step_text(tmp_path: Path, steps: str, message: str) -> None:
+    text = replaced('["n1 = a * b", "backward(n1)"]', f"[{steps}]")
+    path = write(tmp_path, text)
+    error = load_error(path)
+    line, col = position(text, "steps: [")
+    assert error.where == f"{path}:{line}:{col + len('steps: ')}: probes.part1.steps"
+    assert error.message == message
+    assert line == 10
+
+
+def test_duplicate_check_id(tmp_path: Path) -> None:
+    text = replaced("total: 10", "total: 20") + (
+        "      - id: c1\n        title: second\n        points: 10\n        probe: part1\n        compare: values\n"
+    )
+    path = write(tmp_path, text)
+    error = load_error(path)
+    line, col = position(text, "- tag: api")
+    assert error.where == f"{path}:{line}:{col}: sections"
+    assert error.message == "duplicate check id(s): c1"
+    assert line == 12
+
+
+def test_duplicate_yaml_key(tmp_path: Path) -> None:
+    text = replaced("        points: 10\n", "        points: 10\n        points: 10\n")
+    path = write(tmp_path, text)
+    error = load_error(path)
+    assert error.message == "duplicate key"
+    assert error.where == f"{path}:{position(text, 'points: 10', 2)[0]}:9: sections[0].checks[0].points"
+
+
+def test_total_mismatch(tmp_path: Path) -> None:
+    text = replaced("total: 10", "total: 12")
+    path = write(tmp_path, text)
+    error = load_error(path)
+    line, col = position(text, "name: mini")
+    assert error.where == f"{path}:{line}:{col}: assignment"
+    assert error.message == "total is 12 but the checks add up to 10"
+    assert line == 2
+
+
+def test_missing_required_key(tmp_path: Path) -> None:
+    text = replaced("        compare: values\n", "")
+    path = write(tmp_path, text)
+    error = load_error(path)
+    line, col = position(text, "id: c1")
+    assert error.where == f"{path}:{line}:{col}: sections[0].checks[0]"
+    assert error.message == "missing required key(s): compare"
+    assert (line, col) == (15, 9)
+
+
+def test_missing_top_level_section(tmp_path: Path) -> None:
+    text = BASE.split("sections:")[0]
+    error = load_error(write(tmp_path, text))
+    assert error.message == "missing required key(s): sections"
+    assert error.where.endswith(":1:1: <top>")
+
+
+def test_unknown_tolerance_name(tmp_path: Path) -> None:
+    text = replaced("        compare: values\n", "        compare: values\n        tolerance: tight\n")
+    path = write(tmp_path, text)
+    error = load_error(path)
+    line, col = position(text, "tight")
+    assert error.where == f"{path}:{line}:{col}: sections[0].checks[0].tolerance"
+    assert error.message == "no tolerance named 'tight' (have: handout, single_op, composite)"
+    assert line == 20
+
+
+def test_bad_choice_lists_the_options(tmp_path: Path) -> None:
+    text = replaced("compare: values", "compare: value")
+    error = load_error(write(tmp_path, text))
+    assert error.message.startswith("'value' is not one of: engine, api, values")
+    assert error.where.endswith(f":{position(text, 'compare: value')[0]}:18: sections[0].checks[0].compare")
+
+
+def test_requires_an_unknown_check(tmp_path: Path) -> None:
+    text = replaced("        compare: values\n", "        compare: values\n        requires: [c9]\n")
+    error = load_error(write(tmp_path, text))
+    assert error.message == "check c1 requires unknown check 'c9'"
+
+
+def test_range_must_be_increasing(tmp_path: Path) -> None:
+    text = replaced("leaves: {a: 2, b: 3}", "leaves: {a: [3, -3], b: 3}")
+    error = load_error(write(tmp_path, text))
+    assert error.message == "a range needs low < high"
+    line, col = position(text, "[3, -3]")
+    assert error.where.endswith(f":{line}:{col}: probes.part1.leaves.a")
+    assert (line, col) == (9, 17)
+
+
+def test_limits_must_be_positive_whole_numbers(tmp_path: Path) -> None:
+    text = BASE + "limits:\n  pids: 0\n"
+    error = load_error(write(tmp_path, text))
+    assert error.message == "expected a whole number >= 1, got 0"
+    assert error.where.endswith(f":{position(text, 'pids: 0')[0]}:9: limits.pids")
+
+
+def test_not_yaml_and_missing_file(tmp_path: Path) -> None:
+    error = load_error(write(tmp_path, "assignment: [unclosed\n"))
+    assert error.message.startswith("not valid YAML")
+    error = load_error(tmp_path / "absent.yaml")
+    assert error.message.startswith("cannot read the rubric")
+    assert error.where == str(tmp_path / "absent.yaml")
+
+
+# --- bugs ---------------------------------------------------------------------------------
+
+
+@pytest.mark.xfail(strict=True, reason="number() accepts .nan: NaN points load and slip past the total check (nan comparisons are False)")
+def test_nan_points_are_rejected(tmp_path: Path) -> None:
+    error = load_error(write(tmp_path, replaced("points: 10", "points: .nan")))
+    assert error.where.endswith("sections[0].checks[0].points")
+
+
+@pytest.mark.xfail(strict=True, reason="a leaf with an empty range list loads; build_plan then crashes with a bare ValueError from randrange")
+def test_empty_leaf_range_is_a_rubric_error(tmp_path: Path) -> None:
+    path = write(tmp_path, replaced("leaves: {a: 2, b: 3}", "leaves: {a: [], b: 3}"))
+    with pytest.raises(RubricError, match="probes.part1.leaves.a"):
+        rubric = load_rubric(path)
+        build_plan(rubric, seed=0, visible_only=False)
+
+
+@pytest.mark.xfail(strict=True, reason="compile_steps raises IndexError (not ValueError) for 'relu()', so the loader crashes instead of reporting file:line:col")
+def test_call_without_argument_is_a_rubric_error(tmp_path: Path) -> None:
+    text = replaced('["n1 = a * b", "backward(n1)"]', '["n1 = relu()", "backward(a)"]')
+    error = load_error(write(tmp_path, text))
+    assert error.where.endswith(":10:12: probes.part1.steps")
