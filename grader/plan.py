@@ -172,12 +172,14 @@ def _fd_programs(probe: Probe, rng: random.Random, index: int) -> list[Program]:
         ys: tuple[tuple[float, float], ...] = ()
     else:
         template, xs, ys = FD_TEMPLATES[str(probe.op)]
-    # Stratify: point i of operand k falls in region (i // R^k) mod R.
     leaves = {"x": _draw(rng, xs, index)}
     if ys:
-        leaves["y"] = _draw(rng, ys, index // len(xs))
-        if abs(leaves["x"] - leaves["y"]) < 0.05:
-            leaves["y"] = round(leaves["y"] + 0.1, 6)
+        # Region of y shifts by one every round of x regions: all y regions within R
+        # instances, all (x, y) region pairs within R*R.
+        region = index + index // len(xs)
+        leaves["y"] = _draw(rng, ys, region)
+        while abs(leaves["x"] - leaves["y"]) < 0.05:  # a = b hides operand-swap bugs
+            leaves["y"] = _draw(rng, ys, region)
     names = list(leaves)
     scaled = [template, f"L = o * {UPSTREAM}", "backward(L)"]
     if ys:

@@ -44,8 +44,12 @@ def compile_steps(leaves: Sequence[str], steps: Sequence[str]) -> list[Step]:
             raise ValueError(f"'{text}': one step per line")
         stmt = tree[0]
         if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and getattr(stmt.value.func, "id", "") == "backward":
-            (root,) = stmt.value.args
-            out.append(["", "backward", _operand(root, known, text)])
+            if len(stmt.value.args) != 1 or stmt.value.keywords:
+                raise ValueError(f"'{text}': backward takes exactly one node")
+            root = _operand(stmt.value.args[0], known, text)
+            if not isinstance(root, str):
+                raise ValueError(f"'{text}': backward needs a node, not a number")
+            out.append(["", "backward", root])
             continue
         if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)):
             raise ValueError(f"'{text}' must look like 'name = a * b', 'name = relu(a)' or 'backward(name)'")
@@ -60,8 +64,12 @@ def compile_steps(leaves: Sequence[str], steps: Sequence[str]) -> list[Step]:
         elif isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.USub):
             step = [target, "neg", _operand(value.operand, known, text)]
         elif isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id in UNARY:
+            if len(value.args) != 1 or value.keywords:
+                raise ValueError(f"'{text}': {value.func.id} takes exactly one operand")
             step = [target, value.func.id, _operand(value.args[0], known, text)]
         elif isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "sgd":
+            if len(value.args) != 2 or value.keywords:
+                raise ValueError(f"'{text}': sgd takes a node and a learning rate")
             param, rate = (_operand(a, known, text) for a in value.args)
             step = [target, "sgd", param, rate]
         else:
@@ -121,7 +129,10 @@ def _float_op(op: str, args: list[float]) -> float:
     if op == "div":
         return args[0] / args[1]
     if op == "pow":
-        return float(args[0] ** args[1])
+        result = args[0] ** args[1]
+        if isinstance(result, complex):
+            raise ValueError("a negative base to a fractional power is not real")
+        return float(result)
     if op == "neg":
         return -args[0]
     if op == "tanh":

@@ -81,6 +81,13 @@ def _clean_obs(raw: Any) -> dict[str, Any] | None:
     return out
 
 
+def _texts(value: Any, limit: int, count: int) -> list[str]:
+    """A list of short strings, or empty: a malformed field never raises."""
+    if not isinstance(value, list):
+        return []
+    return [v[:limit] for v in value if isinstance(v, str)][:count]
+
+
 def _text(value: Any, limit: int = MAX_TEXT) -> str:
     return value[:limit] if isinstance(value, str) else ""
 
@@ -116,13 +123,15 @@ def _accept(record: dict[str, Any], report: HarnessReport, programs: dict[str, i
         if report.load is not None:
             report.duplicates += 1
             return True
+        if any(not isinstance(record.get(k, []), list) for k in ("extra_args", "stand_ins_used", "notices")):
+            return False
         report.load = {
             "ok": record.get("ok") is True,
             "mode": _text(record.get("mode"), 20),
             "class_name": _text(record.get("class_name"), 60),
-            "extra_args": [a[:40] for a in record.get("extra_args", []) if isinstance(a, str)][:8],
-            "stand_ins_used": [a[:60] for a in record.get("stand_ins_used", []) if isinstance(a, str)][:10],
-            "notices": [n[:MAX_TEXT] for n in record.get("notices", []) if isinstance(n, str)][:12],
+            "extra_args": _texts(record.get("extra_args"), 40, 8),
+            "stand_ins_used": _texts(record.get("stand_ins_used"), 60, 10),
+            "notices": _texts(record.get("notices"), MAX_TEXT, 12),
             "error": _error(record.get("error")),
             "output": _text(record.get("output"), 64 * 1024),
         }

@@ -8,6 +8,7 @@ Downstream code never sees raw YAML.
 from __future__ import annotations
 
 import difflib
+import math
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -209,6 +210,8 @@ class _Node:
         value = self.scalar()
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise self.fail(f"expected a number, got {value!r}")
+        if not math.isfinite(value):
+            raise self.fail(f"expected a finite number, got {value!r}")
         if minimum is not None and value < minimum:
             raise self.fail(f"must be at least {minimum:g}, got {value!r}")
         return float(value)
@@ -299,6 +302,8 @@ def _leaf(name: str, node: _Node) -> Leaf:
         return Leaf(name, node.number())
     ranges = []
     items = node.sequence()
+    if not items:
+        raise node.fail("a leaf needs a number or at least one [low, high] range")
     if items and isinstance(items[0].node, yaml.ScalarNode):
         items = [node]  # a single [lo, hi]
     for item in items:

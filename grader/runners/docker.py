@@ -14,20 +14,21 @@ from __future__ import annotations
 
 import io
 import re
+import socket
 import tarfile
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import docker
-from docker.utils.socket import STDOUT, frames_iter
 import docker.errors
 import requests.exceptions
 from docker.models.containers import Container
 from docker.models.volumes import Volume
 from docker.types import LogConfig, Mount, Ulimit
+from docker.utils.socket import STDOUT, frames_iter
 
 from grader.errors import InfraError, SandboxUnavailable
 from grader.image import LABEL, SANDBOX_ENV, docker_client, ensure_image
@@ -176,9 +177,10 @@ class _Output:
 def _pump(first: Iterable[Any], reattach: Any, output: _Output, deadline: float) -> None:
     """Reader thread: copy demuxed (stdout, stderr) chunks into ``output`` until EOF or cap.
 
-    The attach socket inherits the client's request timeout; a container silent for that
-    long makes the read fail. Within the deadline we attach again (new output only): the
-    stream was idle, so at most what arrived in the instant between the two is lost.
+    docker-py opens attach sockets without a read timeout, so a silent container is simply
+    waited for. Should a read time out anyway (a client or proxy with its own timeout), we
+    attach again within the deadline (new output only): the stream was idle, so at most what
+    arrived in the instant between the two is lost.
     """
     stream: Iterable[Any] = first
     try:
@@ -198,8 +200,29 @@ def _pump(first: Iterable[Any], reattach: Any, output: _Output, deadline: float)
         output.done.set()
 
 
+# docker-py's frame reader, given the type its docstring promises. Typed by assignment, not
+# by a `type: ignore`, so mypy is clean with or without the docker stubs installed.
+_frames_iter: Callable[[Any, bool], Iterator[tuple[int, bytes]]] = frames_iter
+
+
+def _frames(sock: Any) -> Iterator[tuple[int, bytes]]:
+    """(stream number, bytes) frames of a non-tty attach socket."""
+    return _frames_iter(sock, False)
+
+
 def _close(stream: Any) -> None:
-    """Close an attach socket and everything under it (file object, socket, HTTP response)."""
+    """Close an attach socket and everything under it (file object, socket, HTTP response).
+
+    shutdown() first: a reader blocked in poll()/recv() on this socket wakes up only on
+    shutdown, not on close() from another thread.
+    """
+    raw = getattr(stream, "_sock", stream)
+    shutdown = getattr(raw, "shutdown", None)
+    if callable(shutdown):
+        try:
+            shutdown(socket.SHUT_RDWR)
+        except OSError:  # not connected any more
+            pass
     for part in (stream, getattr(stream, "_sock", None), getattr(stream, "_response", None)):
         close = getattr(part, "close", None)
         if callable(close):
@@ -310,12 +333,12 @@ class DockerRunner:
             # The raw socket, not container.attach(): its generator hides the socket, which
             # then lingers until garbage collection. We close it ourselves in finally.
             sock = self._client.api.attach_socket(
-                container.id, params={"stdout": 1, "stderr": 1, "stream": 1, "logs": int(logs)}
+                str(container.id), params={"stdout": 1, "stderr": 1, "stream": 1, "logs": int(logs)}
             )
             streams.append(sock)
             return (
                 (data, None) if kind == STDOUT else (None, data)
-                for kind, data in frames_iter(sock, False)
+                for kind, data in _frames(sock)
             )
 
         try:

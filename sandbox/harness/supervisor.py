@@ -14,6 +14,7 @@ import json
 import os
 import resource
 import selectors
+import shutil
 import signal
 import sys
 import tempfile
@@ -73,6 +74,10 @@ class Supervisor:
         self.gid: Optional[int] = student.get("gid") if os.geteuid() == 0 else None
         self.reap = bool(student.get("reap")) and self.uid is not None
         self.mode = "full"
+        # One scratch folder per run, world-writable and sticky like /tmp; each probe gets a
+        # fresh folder inside it, and the whole tree goes when the run ends.
+        self.scratch = tempfile.mkdtemp(prefix="ag-run-")
+        os.chmod(self.scratch, 0o1777)
 
     # --- child management ------------------------------------------------------------------
 
@@ -93,7 +98,7 @@ class Supervisor:
                 os.setgroups([])
                 os.setgid(self.gid)
                 os.setuid(self.uid)
-            workdir = tempfile.mkdtemp(prefix="run-", dir="/tmp")
+            workdir = tempfile.mkdtemp(prefix="probe-", dir=self.scratch)
             os.chdir(workdir)
             os.environ["HOME"] = workdir
             sys.path.append(workdir)
@@ -231,7 +236,8 @@ class Supervisor:
         pid = os.fork()
         if pid == 0:
             try:
-                assert self.uid is not None and self.gid is not None
+                if self.uid is None or self.gid is None:
+                    os._exit(0)
                 os.setgroups([])
                 os.setgid(self.gid)
                 os.setuid(self.uid)
@@ -393,6 +399,10 @@ def main(argv: List[str]) -> int:
             emit({"t": "probe_end", "probe": probe["id"], "status": "not_run", "reason": "load_failed"})
         emit({"t": "end"})
         return 0
-    Supervisor(plan, source, emit).run()
+    supervisor = Supervisor(plan, source, emit)
+    try:
+        supervisor.run()
+    finally:
+        shutil.rmtree(supervisor.scratch, ignore_errors=True)
     emit({"t": "end"})
     return 0

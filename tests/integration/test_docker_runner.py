@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -31,6 +32,9 @@ LIMITS = Limits(wall_seconds=30.0, memory_mb=256, cpus=1.0, pids=32, stdout_byte
 PLAN = b'{"probes": [], "secret": "only root reads this"}'
 SOURCE = b"class Value:\n    pass\n"
 CAP_KILL, CAP_SETGID, CAP_SETUID = 5, 6, 7
+# Other test sessions may share this engine: every run here carries this label, and only
+# containers and volumes carrying it are checked or reaped.
+SESSION = {f"{LABEL}.test-session": uuid.uuid4().hex}
 
 
 @pytest.fixture(scope="module")
@@ -43,25 +47,32 @@ def client() -> docker.DockerClient:
 
 @pytest.fixture(scope="module")
 def image(client: docker.DockerClient) -> str:
-    reap_leftovers(client)  # a crashed earlier run must not make the leak checks fail
     return ensure_image()
 
 
 def leftovers(client: docker.DockerClient) -> tuple[list[str], list[str]]:
-    containers = [c.name for c in client.containers.list(all=True, filters={"label": LABEL})]
-    volumes = [v.name for v in client.volumes.list(filters={"label": LABEL})]
+    wanted = [LABEL] + [f"{key}={value}" for key, value in SESSION.items()]
+    containers = [c.name for c in client.containers.list(all=True, filters={"label": wanted})]
+    volumes = [v.name for v in client.volumes.list(filters={"label": wanted})]
     return containers, volumes
 
 
 @pytest.fixture
 def clean(client: docker.DockerClient, image: str) -> Iterator[None]:
     yield
-    assert leftovers(client) == ([], []), "a container or volume outlived its run"
+    found = leftovers(client)
+    reap_leftovers(client, labels=SESSION)  # so one leak fails one test, not every later one
+    assert found == ([], []), "a container or volume outlived its run"
+
+
+def runner(client: docker.DockerClient, image: str, command: list[str] | None = None) -> DockerRunner:
+    if command is None:
+        return DockerRunner(image=image, client=client, labels=SESSION)
+    return DockerRunner(image=image, client=client, labels=SESSION, command=command)
 
 
 def probe(client: docker.DockerClient, image: str, script: str, limits: Limits = LIMITS) -> RawRun:
-    runner = DockerRunner(image=image, client=client, command=["python3", "-I", "-B", "-c", script])
-    return runner.run(source=SOURCE, filename="autograd_lab.py", plan=PLAN, limits=limits)
+    return runner(client, image, ["python3", "-I", "-B", "-c", script]).run(source=SOURCE, filename="autograd_lab.py", plan=PLAN, limits=limits)
 
 
 INSIDE = r'''
@@ -205,8 +216,7 @@ def test_an_engine_refusal_is_an_infra_error_and_leaves_nothing(
     # The engine refuses memory limits under 6 MB at create time, after the volume exists.
     refused = Limits(**{**LIMITS.__dict__, "memory_mb": 1})
     with pytest.raises(InfraError, match="memory"):
-        DockerRunner(image=image, client=client).run(
-            source=SOURCE, filename="autograd_lab.py", plan=PLAN, limits=refused)
+        runner(client, image).run(source=SOURCE, filename="autograd_lab.py", plan=PLAN, limits=refused)
 
 
 def test_a_harness_that_cannot_be_executed_is_reported_not_hidden(
@@ -214,8 +224,7 @@ def test_a_harness_that_cannot_be_executed_is_reported_not_hidden(
 ) -> None:
     # With init=True the container does start (PID 1 is docker-init), so this is a run whose
     # harness died at once: no output, exit 127, the reason in the stderr tail.
-    runner = DockerRunner(image=image, client=client, command=["/no/such/program"])
-    result = runner.run(source=SOURCE, filename="autograd_lab.py", plan=PLAN, limits=LIMITS)
+    result = runner(client, image, ["/no/such/program"]).run(source=SOURCE, filename="autograd_lab.py", plan=PLAN, limits=LIMITS)
     assert (result.stdout, result.exit_code, result.timed_out) == (b"", 127, False)
     assert b"/no/such/program" in result.stderr_tail
 
@@ -231,8 +240,7 @@ def test_the_real_harness_runs_a_tiny_plan(client: docker.DockerClient, image: s
         "student": {"uid": 10002, "gid": 10002, "reap": True},
         "probes": [{"id": "api", "kind": "api"}],
     }
-    runner = DockerRunner(image=image, client=client)
-    result = runner.run(source=(REPO / "reference" / "autograd_lab.py").read_bytes(), filename="autograd_lab.py",
+    result = runner(client, image).run(source=(REPO / "reference" / "autograd_lab.py").read_bytes(), filename="autograd_lab.py",
                         plan=json.dumps(plan).encode(), limits=LIMITS)
     assert result.exit_code == 0, result.stderr_tail
     prefix = f"@@AG:{nonce} "
@@ -245,15 +253,19 @@ def test_the_real_harness_runs_a_tiny_plan(client: docker.DockerClient, image: s
 def test_no_container_or_volume_outlives_the_runs(client: docker.DockerClient, image: str) -> None:
     probe(client, image, "print('once')")
     with pytest.raises(InfraError):
-        DockerRunner(image=image, client=client).run(
-            source=SOURCE, filename="autograd_lab.py", plan=PLAN,
-            limits=Limits(**{**LIMITS.__dict__, "memory_mb": 1}))
+        runner(client, image).run(source=SOURCE, filename="autograd_lab.py", plan=PLAN,
+                                  limits=Limits(**{**LIMITS.__dict__, "memory_mb": 1}))
     assert leftovers(client) == ([], [])
     if shutil.which("docker"):  # the operator's view of the same thing
-        listed = subprocess.run(["docker", "ps", "-a", "-q", "--filter", f"label={LABEL}"],
+        session = next(iter(SESSION.items()))
+        listed = subprocess.run(["docker", "ps", "-a", "-q", "--filter", f"label={LABEL}",
+                                 "--filter", f"label={session[0]}={session[1]}"],
                                 capture_output=True, text=True, check=True)
         assert listed.stdout.strip() == ""
 
 
 def test_the_image_is_not_rebuilt_when_nothing_changed(image: str) -> None:
-    assert ensure_image() == image
+    first = ensure_image()
+    started = time.monotonic()
+    assert ensure_image() == first
+    assert time.monotonic() - started < 5  # found by tag, not rebuilt

@@ -99,7 +99,8 @@ def test_misnamed_class_loses_only_api_points(graded: dict[str, SubmissionResult
 
 
 def test_reports_written_and_agree(graded: dict[str, SubmissionResult], out: Path) -> None:
-    rows = list(csv.DictReader((out / "grades.csv").open()))
+    with (out / "grades.csv").open() as handle:
+        rows = list(csv.DictReader(handle))
     students = {p.name for p in SUBMISSIONS.iterdir() if p.is_dir()}
     assert {r["student"] for r in rows} == students
     for row in rows:

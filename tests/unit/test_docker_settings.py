@@ -350,7 +350,7 @@ def test_reap_leftovers_removes_labelled_containers_and_volumes() -> None:
     client.leftover_containers = [FakeContainer(client.log, {})]
     client.leftover_volumes = [FakeVolume(client.log, "autograd-grader-old")]
     assert reap_leftovers(client) == 2  # type: ignore[arg-type]
-    assert ("list_containers", {"all": True, "filters": {"label": "autograd-grader"}}) in client.log
-    assert ("list_volumes", {"filters": {"label": "autograd-grader"}}) in client.log
+    assert ("list_containers", {"all": True, "filters": {"label": ["autograd-grader"]}}) in client.log
+    assert ("list_volumes", {"filters": {"label": ["autograd-grader"]}}) in client.log
     assert ("remove_container", {"force": True, "v": True}) in client.log
     assert ("remove_volume", "autograd-grader-old", {"force": True}) in client.log

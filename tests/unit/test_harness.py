@@ -160,13 +160,11 @@ def test_a_missing_file_is_ungradable(tmp_path: Path, rubric: Rubric, runner: Lo
     assert "no file named autograd_lab.py" in result.status_detail
 
 
-@pytest.mark.xfail(strict=True, reason="each harness child makes /tmp/run-XXXX (supervisor._child, mkdtemp in /tmp) and never removes it; "
-                   "with the local runner these pile up in the host's /tmp (one per probe, per submission)")
 def test_local_runs_leave_nothing_in_tmp(rubric: Rubric, runner: LocalRunner) -> None:
-    before = set(glob.glob("/tmp/run-*"))
+    before = set(glob.glob("/tmp/ag-run-*"))
     result = grade(REFERENCE, rubric, runner)
     assert result.score == 100
-    left = sorted(set(glob.glob("/tmp/run-*")) - before)
+    left = sorted(set(glob.glob("/tmp/ag-run-*")) - before)
     assert left == [], f"{len(left)} directories left behind, e.g. {left[:3]}"
 
 
