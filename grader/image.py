@@ -371,6 +371,7 @@ def ensure_image(*, force: bool = False, base: str | None = None, log: Log | Non
         tag = image_tag(chosen, base_id=_base_id(client, chosen))
         if not force and image_exists(tag, client=client):
             return tag
+        replaced = _base_id(client, tag) if force else ""
         log(f"building {tag} FROM {chosen}")
         started = time.monotonic()
         try:
@@ -390,4 +391,14 @@ def ensure_image(*, force: bool = False, base: str | None = None, log: Log | Non
         for line in _log_lines(events):
             log(line)
         log(f"built {tag} in {time.monotonic() - started:.0f} s")
+        if replaced and replaced != _base_id(client, tag):
+            _remove_if_unused(client, replaced)
         return tag
+
+
+def _remove_if_unused(client: docker.DockerClient, image_id: str) -> None:
+    """Drop the image a forced rebuild replaced; one still used by a container stays."""
+    try:
+        client.images.remove(image_id, noprune=False)
+    except (docker.errors.DockerException, requests.exceptions.RequestException):
+        pass  # in use (409) or already gone: either way nothing to do

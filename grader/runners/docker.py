@@ -12,9 +12,11 @@ is an InfraError (the student is not blamed, the batch may retry).
 
 from __future__ import annotations
 
+import contextlib
 import io
 import re
 import socket
+import struct
 import tarfile
 import threading
 import time
@@ -194,7 +196,8 @@ def _pump(first: Iterable[Any], reattach: Any, output: _Output, deadline: float)
                 if time.monotonic() >= deadline:
                     return
                 stream = reattach()
-    except BaseException as error:  # reported to the main thread as an infrastructure failure
+    except (OSError, ValueError, struct.error, *DockerFailure) as error:
+        # Reported to the main thread, which turns it into an InfraError.
         output.error = error
     finally:
         output.done.set()
@@ -219,17 +222,14 @@ def _close(stream: Any) -> None:
     raw = getattr(stream, "_sock", stream)
     shutdown = getattr(raw, "shutdown", None)
     if callable(shutdown):
-        try:
+        with contextlib.suppress(OSError):  # not connected any more
             shutdown(socket.SHUT_RDWR)
-        except OSError:  # not connected any more
-            pass
     for part in (stream, getattr(stream, "_sock", None), getattr(stream, "_response", None)):
         close = getattr(part, "close", None)
         if callable(close):
-            try:
+            # Already closed underneath (http.client raises ValueError then): nothing to release.
+            with contextlib.suppress(OSError, ValueError):
                 close()
-            except Exception:  # already gone; nothing left to release
-                pass
 
 
 def _kill(container: Container) -> None:

@@ -76,20 +76,31 @@ def _lay_out(workdir: Path, *, plan: bytes, source: bytes, filename: str) -> Non
     os.chmod(submission, 0o555)
 
 
+# Each reader closes its own pipe when it is done. The main thread must not close a pipe
+# under a reader still blocked in read(): the fd number could be reused and the reader
+# would then read someone else's file.
+
+
 def _read_capped(pipe: IO[bytes], into: bytearray, cap: int, over: threading.Event) -> None:
     """Copy stdout up to ``cap`` bytes; set ``over`` and stop reading past it."""
-    while chunk := os.read(pipe.fileno(), CHUNK):
-        room = cap - len(into)
-        into += chunk[: max(room, 0)]
-        if len(chunk) > room:
-            over.set()
-            return
+    try:
+        while chunk := os.read(pipe.fileno(), CHUNK):
+            room = cap - len(into)
+            into += chunk[: max(room, 0)]
+            if len(chunk) > room:
+                over.set()
+                return
+    finally:
+        pipe.close()
 
 
 def _read_tail(pipe: IO[bytes], into: bytearray) -> None:
-    while chunk := os.read(pipe.fileno(), CHUNK):
-        into += chunk
-        del into[:-STDERR_TAIL_BYTES]
+    try:
+        while chunk := os.read(pipe.fileno(), CHUNK):
+            into += chunk
+            del into[:-STDERR_TAIL_BYTES]
+    finally:
+        pipe.close()
 
 
 def _kill_group(process: subprocess.Popen[bytes]) -> None:
@@ -127,6 +138,7 @@ class LocalRunner:
             raise ValueError(f"not a plain file name: {filename!r}")
         workdir = Path(tempfile.mkdtemp(prefix="autograd-grader-"))
         process: subprocess.Popen[bytes] | None = None
+        readers: list[threading.Thread] = []
         try:
             _lay_out(workdir, plan=plan, source=source, filename=filename)
             env = {**SANDBOX_ENV, "PATH": "/usr/local/bin:/usr/bin:/bin"}
@@ -137,7 +149,10 @@ class LocalRunner:
                     cwd=workdir, env=env, stdin=subprocess.DEVNULL,
                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, close_fds=True,
                     start_new_session=True,  # its own process group, so one killpg gets all
-                    preexec_fn=_rlimits(limits),
+                    # Runs between fork and exec, so the limits are in place before the first
+                    # instruction of the harness. It only calls setrlimit (no locks, no imports),
+                    # which keeps it safe when other threads (parallel runs) exist.
+                    preexec_fn=_rlimits(limits),  # noqa: PLW1509
                 )
             except OSError as error:
                 raise InfraError(f"cannot start the harness with {self.python}: {error}") from error
@@ -146,7 +161,7 @@ class LocalRunner:
 
             stdout, stderr = bytearray(), bytearray()
             over = threading.Event()
-            readers = [
+            readers += [
                 threading.Thread(target=_read_capped, args=(process.stdout, stdout, limits.stdout_bytes, over),
                                  daemon=True),
                 threading.Thread(target=_read_tail, args=(process.stderr, stderr), daemon=True),
@@ -170,8 +185,11 @@ class LocalRunner:
             except subprocess.TimeoutExpired as error:
                 raise InfraError(f"the harness did not stop {KILL_GRACE_S:g} s after SIGKILL") from error
             elapsed = time.monotonic() - started
+            # A process that left our group may still hold the pipes open; do not wait on it
+            # for long (its reader keeps going, as a daemon thread, until it lets go).
+            joined_by = time.monotonic() + READER_JOIN_S
             for reader in readers:
-                reader.join(timeout=READER_JOIN_S)
+                reader.join(timeout=max(joined_by - time.monotonic(), 0.0))
 
             code = process.returncode
             return RawRun(
@@ -191,8 +209,8 @@ class LocalRunner:
             if process is not None and process.poll() is None:
                 _kill_group(process)
                 process.wait()
-            if process is not None:
+            if process is not None and not any(reader.is_alive() for reader in readers):
                 for pipe in (process.stdout, process.stderr):
                     if pipe is not None:
-                        pipe.close()
+                        pipe.close()  # readers never started (or are done): ours to close
             _remove_tree(workdir)

@@ -7,9 +7,9 @@ created with must show up here as a deliberate test change.
 from __future__ import annotations
 
 import io
-import tarfile
 import socket
 import struct
+import tarfile
 import threading
 from typing import Any
 
