@@ -31,7 +31,7 @@ lint: $(VENV)/.installed
 	$(PY) -m mypy
 	$(PY) -m ruff check grader sandbox tests
 
-test: image
+test: image lint
 	REQUIRE_DOCKER=1 $(PY) -m pytest tests -q
 
 clean:

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from .errors import SubmissionError
 from .grading import grade_submission
-from .report import write_feedback_html, write_gradescope, write_grades_csv
+from .report import write_feedback_html, write_grades_csv, write_gradescope
 from .results import SubmissionResult
 from .rubric import Rubric
 from .runners.base import Runner

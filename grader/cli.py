@@ -27,7 +27,9 @@ def make_runner(kind: str) -> Runner:
         except SandboxUnavailable as error:
             if kind == "docker":
                 raise
-            click.echo(f"warning: Docker is not available ({error.message}); falling back to the local runner.", err=True)
+            click.echo(
+                f"warning: Docker is not available ({error.message}); falling back to the local runner.", err=True
+            )
     from .runners.local import LocalRunner
 
     runner = LocalRunner()
@@ -39,9 +41,15 @@ def _rubric(path: str | None) -> Rubric:
     return load_rubric(Path(path) if path else DEFAULT_RUBRIC)
 
 
-rubric_option = click.option("--rubric", "rubric_path", type=click.Path(dir_okay=False), help=f"Rubric YAML [default: {DEFAULT_RUBRIC.name}]")
-sandbox_option = click.option("--sandbox", type=click.Choice(SANDBOXES), default="auto", show_default=True, help="Where submissions run.")
-seed_option = click.option("--seed", type=int, help="Seed for hidden inputs (recorded in every result) [default: random].")
+rubric_option = click.option(
+    "--rubric", "rubric_path", type=click.Path(dir_okay=False), help=f"Rubric YAML [default: {DEFAULT_RUBRIC.name}]"
+)
+sandbox_option = click.option(
+    "--sandbox", type=click.Choice(SANDBOXES), default="auto", show_default=True, help="Where submissions run."
+)
+seed_option = click.option(
+    "--seed", type=int, help="Seed for hidden inputs (recorded in every result) [default: random]."
+)
 
 
 @click.group()
@@ -53,7 +61,9 @@ def cli() -> None:
 @cli.command()
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--html", "html_out", type=click.Path(dir_okay=False, path_type=Path), help="Write HTML feedback here.")
-@click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), help="Write Gradescope results.json here.")
+@click.option(
+    "--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), help="Write Gradescope results.json here."
+)
 @rubric_option
 @sandbox_option
 def check(file: Path, html_out: Path | None, json_out: Path | None, rubric_path: str | None, sandbox: str) -> None:
@@ -62,7 +72,9 @@ def check(file: Path, html_out: Path | None, json_out: Path | None, rubric_path:
 
     rubric = _rubric(rubric_path)
     runner = make_runner(sandbox)
-    result = grade_submission(file, student=file.parent.name or "you", rubric=rubric, runner=runner, seed=new_seed(), visible_only=True)
+    result = grade_submission(
+        file, student=file.parent.name or "you", rubric=rubric, runner=runner, seed=new_seed(), visible_only=True
+    )
     print_summary(result)
     _write(result, html_out, json_out)
     if not result.scored:
@@ -71,7 +83,9 @@ def check(file: Path, html_out: Path | None, json_out: Path | None, rubric_path:
 
 @cli.command()
 @click.argument("folder", type=click.Path(file_okay=False, path_type=Path))
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True, help="Folder for reports and grades.csv.")
+@click.option(
+    "--out", type=click.Path(file_okay=False, path_type=Path), required=True, help="Folder for reports and grades.csv."
+)
 @rubric_option
 @sandbox_option
 @seed_option
@@ -91,7 +105,9 @@ def grade(folder: Path, out: Path, rubric_path: str | None, sandbox: str, seed: 
     outcome = grade_class(folder, out=out, rubric=rubric, runner=runner, seed=seed, on_result=show)
     click.echo(f"Wrote {out / 'grades.csv'} and reports for {len(outcome.results)} submissions.")
     if outcome.infra_failures:
-        click.echo(f"{outcome.infra_failures} submission(s) failed for infrastructure reasons and were not scored.", err=True)
+        click.echo(
+            f"{outcome.infra_failures} submission(s) failed for infrastructure reasons and were not scored.", err=True
+        )
         sys.exit(7)
 
 
@@ -108,13 +124,21 @@ def rubric_validate(path: str | None, sandbox: str) -> None:
     from .validate import validate_rubric
 
     loaded = _rubric(path)
-    click.echo(f"{loaded.path}: loads cleanly, {len(loaded.checks)} checks in {len(loaded.sections)} sections, {loaded.total:g} points.")
+    click.echo(
+        f"{loaded.path}: loads cleanly, {len(loaded.checks)} checks in {len(loaded.sections)} sections, "
+        f"{loaded.total:g} points."
+    )
     outcome = validate_rubric(loaded, runner=make_runner(sandbox), seed=new_seed())
-    click.echo(f"Literal values checked against the reference: {outcome.literals_checked}, disagreeing: {len(outcome.literal_errors)}")
+    click.echo(
+        f"Literal values checked against the reference: {outcome.literals_checked}, "
+        f"disagreeing: {len(outcome.literal_errors)}"
+    )
     for error in outcome.literal_errors:
         click.echo(f"  {error}")
     ref = outcome.reference_result
-    click.echo(f"Reference solution: {ref.score:g}/{ref.max_score:g} ({ref.status.value}, seed {ref.seed}, {ref.runner})")
+    click.echo(
+        f"Reference solution: {ref.score:g}/{ref.max_score:g} ({ref.status.value}, seed {ref.seed}, {ref.runner})"
+    )
     for section in ref.sections:
         click.echo(f"  {section.tag:20s} {section.points:g}/{section.max_points:g}")
     for failed in [c for c in ref.checks if not c.passed]:
@@ -160,4 +184,3 @@ def main() -> None:
     except GraderError as error:
         click.echo(f"error: {error}", err=True)
         sys.exit(error.exit_code)
-

@@ -8,6 +8,7 @@ values identically. Float-math expectations come from ``grader.program``.
 from __future__ import annotations
 
 import importlib.util
+import json
 import sys
 from dataclasses import dataclass
 from functools import lru_cache
@@ -62,18 +63,17 @@ def compute_expected(plan: Plan, *, class_name: str, reference: Path = REFERENCE
             try:
                 by_probe[probe.id] = [executors.run_program(engine, p, _noop) for p in probe.programs]
             except executors.ProgramError as failure:
-                raise GraderError(f"the reference fails probe {probe.id} at {failure.stage}: {failure.error!r}") from None
+                raise GraderError(
+                    f"the reference fails probe {probe.id} at {failure.stage}: {failure.error!r}"
+                ) from None
     return Expected(by_probe)
 
 
 @lru_cache(maxsize=4096)
 def _math_cached(key: str) -> tuple[tuple[str, float], ...]:
-    import json
-
     return tuple(sorted(math_expectation(json.loads(key)).items()))
 
 
 def math_expected(program: dict[str, Any]) -> Observations:
-    import json
-
+    # Cached by the program's canonical JSON: the same FD program recurs across students.
     return dict(_math_cached(json.dumps(program, sort_keys=True)))

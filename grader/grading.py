@@ -64,45 +64,90 @@ def grade_submission(
     hidden_not_run = len(rubric.checks) - len(plan.checks)
     source, why = intake(path, rubric.limits.max_file_kb * 1024)
     if source is None:
-        return _without_run(rubric, plan, student, Status.UNGRADABLE, why, seed, runner.name, started, hidden_not_run)
+        return _without_run(
+            rubric, plan, student, Status.UNGRADABLE, why, seed, runner.name, started, hidden_not_run, visible_only
+        )
     expected = compute_expected(plan, class_name=rubric.class_name)
-    raw: RawRun | None = None
-    nonce = ""
-    for attempt in range(INFRA_RETRIES + 1):
-        nonce = secrets.token_hex(16)
-        body = plan.to_bytes(rubric, nonce=nonce, reap=runner.name == "docker")
-        try:
-            raw = runner.run(source=source, filename=rubric.filename, plan=body, limits=runner_limits(rubric))
-            break
-        except InfraError as error:
-            if attempt == INFRA_RETRIES:
-                return _without_run(rubric, plan, student, Status.INFRA_ERROR, f"the sandbox failed: {error}", seed, runner.name, started, hidden_not_run)
-    assert raw is not None  # the loop either set raw or returned
+    try:
+        raw, nonce = _run_with_retry(runner, rubric, plan, source)
+    except InfraError as error:
+        return _without_run(
+            rubric,
+            plan,
+            student,
+            Status.INFRA_ERROR,
+            f"the sandbox failed: {error}",
+            seed,
+            runner.name,
+            started,
+            hidden_not_run,
+            visible_only,
+        )
     report = parse_output(raw.stdout, nonce=nonce, plan=plan)
     checks = judge(rubric, plan, expected, report)
     status, detail = _status(raw, report, checks)
     if status is Status.INFRA_ERROR:
-        return _without_run(rubric, plan, student, status, detail, seed, raw.runner, started, hidden_not_run, image=raw.image)
-    return _assemble(rubric, plan, student, checks, status, detail, _load_report(report, rubric), seed, raw, started, hidden_not_run, visible_only)
+        return _without_run(
+            rubric,
+            plan,
+            student,
+            status,
+            detail,
+            seed,
+            raw.runner,
+            started,
+            hidden_not_run,
+            visible_only,
+            image=raw.image,
+        )
+    return _assemble(
+        rubric,
+        plan,
+        student,
+        checks,
+        status,
+        detail,
+        _load_report(report, rubric),
+        seed,
+        raw,
+        started,
+        hidden_not_run,
+        visible_only,
+    )
+
+
+def _run_with_retry(runner: Runner, rubric: Rubric, plan: Plan, source: bytes) -> tuple[RawRun, str]:
+    """Run the sandbox; an infrastructure failure is retried, each time with a fresh nonce."""
+    for attempt in range(INFRA_RETRIES + 1):
+        nonce = secrets.token_hex(16)
+        body = plan.to_bytes(rubric, nonce=nonce, reap=runner.name == "docker")
+        try:
+            return runner.run(source=source, filename=rubric.filename, plan=body, limits=runner_limits(rubric)), nonce
+        except InfraError:
+            if attempt == INFRA_RETRIES:
+                raise
+    raise InfraError("no sandbox attempt was made")  # only reachable with a negative retry count
 
 
 def _status(raw: RawRun, report: HarnessReport, checks: list[CheckResult]) -> tuple[Status, str]:
+    """Every condition the run met, resolved by the Status enum's precedence (the worst wins)."""
     ends = [p.end for p in report.probes.values() if p.end]
     errors = [e.get("error", {}).get("type") for p in report.probes.values() for e in p.errors.values()]
+    found: list[tuple[Status, str]] = []
     if raw.oom_killed or "MemoryError" in errors:
-        return Status.OOM, "the submission ran out of memory; results up to that point are kept"
+        found.append((Status.OOM, "the submission ran out of memory; results up to that point are kept"))
     if raw.stdout_truncated or any(e["status"] == "output_limit" for e in ends):
-        return Status.OUTPUT_LIMIT, "the submission printed more output than allowed and was stopped"
-    timed_out = [c.title for c in checks if c.outcome is Outcome.TIMEOUT]
-    if raw.timed_out or any(e["status"] in ("timeout", "deadline") for e in ends) or any(
-        e.get("signal") == "SIGXCPU" for e in ends
-    ):
+        found.append((Status.OUTPUT_LIMIT, "the submission printed more output than allowed and was stopped"))
+    if raw.timed_out or any(e["status"] in ("timeout", "deadline") or e.get("signal") == "SIGXCPU" for e in ends):
+        timed_out = [c.title for c in checks if c.outcome is Outcome.TIMEOUT]
         where = f" (first in: {timed_out[0]})" if timed_out else ""
-        return Status.TIMEOUT, f"part of the submission hit its time limit{where}; results that finished are kept"
-    if not report.complete:
+        found.append(
+            (Status.TIMEOUT, f"part of the submission hit its time limit{where}; results that finished are kept")
+        )
+    if not report.complete and not found:
         tail = raw.stderr_tail.decode("utf-8", "replace").strip().splitlines()[-1:] or [f"exit code {raw.exit_code}"]
-        return Status.INFRA_ERROR, f"the grading harness stopped before finishing ({tail[0][:200]})"
-    return Status.GRADED, "graded"
+        found.append((Status.INFRA_ERROR, f"the grading harness stopped before finishing ({tail[0][:200]})"))
+    return max(found, key=lambda item: item[0].rank, default=(Status.GRADED, "graded"))
 
 
 def _load_report(report: HarnessReport, rubric: Rubric) -> LoadReport:
@@ -144,8 +189,18 @@ def _sections(rubric: Rubric, checks: list[CheckResult], plan: Plan) -> tuple[Se
 
 
 def _assemble(
-    rubric: Rubric, plan: Plan, student: str, checks: list[CheckResult], status: Status, detail: str,
-    load: LoadReport, seed: int, raw: RawRun, started: float, hidden_not_run: int, visible_only: bool,
+    rubric: Rubric,
+    plan: Plan,
+    student: str,
+    checks: list[CheckResult],
+    status: Status,
+    detail: str,
+    load: LoadReport,
+    seed: int,
+    raw: RawRun,
+    started: float,
+    hidden_not_run: int,
+    visible_only: bool,
 ) -> SubmissionResult:
     sections = _sections(rubric, checks, plan)
     return SubmissionResult(
@@ -170,23 +225,51 @@ def _assemble(
 
 
 def _without_run(
-    rubric: Rubric, plan: Plan, student: str, status: Status, detail: str, seed: int, runner: str,
-    started: float, hidden_not_run: int, image: str = "",
+    rubric: Rubric,
+    plan: Plan,
+    student: str,
+    status: Status,
+    detail: str,
+    seed: int,
+    runner: str,
+    started: float,
+    hidden_not_run: int,
+    visible_only: bool,
+    image: str = "",
 ) -> SubmissionResult:
     """A result for a submission that never ran: ungradable input, or an infrastructure failure."""
     checks = [
         CheckResult(
-            check_id=c.id, title=c.title, section=c.section, visibility=c.visibility, points=0.0,
-            max_points=c.points, outcome=Outcome.NOT_RUN, built="", message=f"Not run: {detail}.", hint="",
+            check_id=c.id,
+            title=c.title,
+            section=c.section,
+            visibility=c.visibility,
+            points=0.0,
+            max_points=c.points,
+            outcome=Outcome.NOT_RUN,
+            built="",
+            message=f"Not run: {detail}.",
+            hint="",
         )
         for c in plan.checks
     ]
     sections = _sections(rubric, checks, plan)
     return SubmissionResult(
-        student=student, filename=rubric.filename, status=status, score=0.0,
-        max_score=sum(s.max_points for s in sections), sections=sections, checks=tuple(checks),
-        load=LoadReport(ok=False, mode="failed", class_name="", error=detail), status_detail=detail,
-        rubric_name=rubric.name, rubric_sha=rubric.sha256, seed=seed, runner=runner, image=image,
-        execution_time=round(time.monotonic() - started, 3), visible_only=plan.checks != rubric.checks and hidden_not_run > 0,
+        student=student,
+        filename=rubric.filename,
+        status=status,
+        score=0.0,
+        max_score=sum(s.max_points for s in sections),
+        sections=sections,
+        checks=tuple(checks),
+        load=LoadReport(ok=False, mode="failed", class_name="", error=detail),
+        status_detail=detail,
+        rubric_name=rubric.name,
+        rubric_sha=rubric.sha256,
+        seed=seed,
+        runner=runner,
+        image=image,
+        execution_time=round(time.monotonic() - started, 3),
+        visible_only=visible_only,
         hidden_not_run=hidden_not_run,
     )

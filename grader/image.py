@@ -261,16 +261,23 @@ def build_offline_base(*, client: docker.DockerClient | None = None, log: Log | 
         log(f"debootstrap {DEBIAN_SUITE} (minbase + python3, python3-numpy) into {rootfs}")
         try:
             done = subprocess.run(
-                [debootstrap, "--variant=minbase", "--include=python3,python3-numpy",
-                 DEBIAN_SUITE, str(rootfs), DEBIAN_MIRROR],
-                capture_output=True, text=True, timeout=DEBOOTSTRAP_TIMEOUT_S, check=False,
+                [
+                    debootstrap,
+                    "--variant=minbase",
+                    "--include=python3,python3-numpy",
+                    DEBIAN_SUITE,
+                    str(rootfs),
+                    DEBIAN_MIRROR,
+                ],
+                capture_output=True,
+                text=True,
+                timeout=DEBOOTSTRAP_TIMEOUT_S,
+                check=False,
             )
         except subprocess.TimeoutExpired as error:
             raise ImageBuildError(f"debootstrap did not finish in {DEBOOTSTRAP_TIMEOUT_S} s") from error
         if done.returncode != 0:
-            raise ImageBuildError(
-                f"debootstrap failed (exit {done.returncode}):\n{_tail(done.stdout + done.stderr)}"
-            )
+            raise ImageBuildError(f"debootstrap failed (exit {done.returncode}):\n{_tail(done.stdout + done.stderr)}")
         # Package caches are dead weight in an image that never installs anything again.
         for pattern in ("var/cache/apt/archives/*.deb", "var/lib/apt/lists/*"):
             for path in rootfs.glob(pattern):
@@ -282,7 +289,9 @@ def build_offline_base(*, client: docker.DockerClient | None = None, log: Log | 
         # exactly as debootstrap made them.
         packed = subprocess.run(
             ["tar", "--numeric-owner", "-C", str(rootfs), "-cf", str(archive), "."],
-            capture_output=True, text=True, check=False,
+            capture_output=True,
+            text=True,
+            check=False,
         )
         if packed.returncode != 0:
             raise ImageBuildError(f"cannot tar the rootfs:\n{_tail(packed.stderr)}")
@@ -291,7 +300,9 @@ def build_offline_base(*, client: docker.DockerClient | None = None, log: Log | 
         # The SDK rather than the `docker` CLI: the engine may run without the CLI installed,
         # and its errors are translated here with the others.
         client.api.import_image_from_file(
-            str(archive), repository=repository, tag=tag,
+            str(archive),
+            repository=repository,
+            tag=tag,
             changes=[
                 "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
                 "ENV LANG=C.UTF-8",
@@ -376,15 +387,18 @@ def ensure_image(*, force: bool = False, base: str | None = None, log: Log | Non
         started = time.monotonic()
         try:
             _, events = client.images.build(
-                fileobj=_context_tar(SANDBOX_DIR), custom_context=True,
-                buildargs={"BASE": chosen}, tag=tag, rm=True, forcerm=True,
+                fileobj=_context_tar(SANDBOX_DIR),
+                custom_context=True,
+                buildargs={"BASE": chosen},
+                tag=tag,
+                rm=True,
+                forcerm=True,
                 labels={LABEL: "1"},
                 nocache=force,  # a forced rebuild must not come back from the layer cache
             )
         except docker.errors.BuildError as error:
             raise ImageBuildError(
-                f"building {tag} FROM {chosen} failed: {error.msg}\n"
-                f"{_tail(chr(10).join(_log_lines(error.build_log)))}"
+                f"building {tag} FROM {chosen} failed: {error.msg}\n{_tail(chr(10).join(_log_lines(error.build_log)))}"
             ) from error
         except (docker.errors.DockerException, requests.exceptions.RequestException) as error:
             raise ImageBuildError(f"building {tag} FROM {chosen} failed: {error}") from error

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import fnmatch
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from .expected import Expected, math_expected
 from .plan import Plan, PlannedProbe
@@ -77,14 +78,26 @@ def _missing_reason(ctx: _Context, index: int) -> _Verdict:
     if error:
         info = error.get("error", {})
         where = f" (line {info['line']})" if info.get("line") else ""
-        return _Verdict(False, problem=f"{info.get('type', 'An error')} while running `{error.get('stage', '?')}`{where}: {info.get('message', '')}", kind="error")
+        return _Verdict(
+            False,
+            problem=f"{info.get('type', 'An error')} while running `{error.get('stage', '?')}`{where}: "
+            f"{info.get('message', '')}",
+            kind="error",
+        )
     end = ctx.report.end or {}
     status = end.get("status")
     if status in ("timeout", "deadline"):
         phase = "backward()" if index in ctx.report.forward else "building the graph"
         return _Verdict(False, problem=f"did not finish: stopped after the time limit during {phase}", kind="timeout")
     if status == "not_run":
-        return _Verdict(False, problem="not run: " + ("the grading time budget ran out" if end.get("reason") == "deadline" else "the file could not be loaded"), kind="not_run")
+        return _Verdict(
+            False,
+            problem="not run: "
+            + (
+                "the grading time budget ran out" if end.get("reason") == "deadline" else "the file could not be loaded"
+            ),
+            kind="not_run",
+        )
     if status in ("killed", "exited"):
         how = end.get("signal") or f"exit status {end.get('exit_code')}"
         return _Verdict(False, problem=f"the process running your code died ({how})", kind="error")
@@ -139,7 +152,11 @@ def _schedule(ctx: _Context, index: int) -> _Verdict:
     program = ctx.probe.programs[index]
     observed = ctx.report.observations(index).get("schedule")
     if not isinstance(observed, list):
-        reason = _missing_reason(ctx, index) if not ctx.report.final.get(index) else _Verdict(False, problem="the order of _backward calls could not be observed")
+        reason = (
+            _missing_reason(ctx, index)
+            if not ctx.report.final.get(index)
+            else _Verdict(False, problem="the order of _backward calls could not be observed")
+        )
         return reason
     verdict = _Verdict(True)
     feeds = consumers(program)
@@ -189,7 +206,9 @@ def _script(ctx: _Context, index: int) -> _Verdict:
     if script is None:
         reason = _missing_reason(ctx, 0)
         if reason.kind == "timeout":
-            reason.problem = "your checks did not finish within the time limit" + (" (a timeout is not counted as catching the bug)" if want_fail else "")
+            reason.problem = "your checks did not finish within the time limit" + (
+                " (a timeout is not counted as catching the bug)" if want_fail else ""
+            )
         return reason
     outcome = script["outcome"]
     if outcome == "not_applicable":
@@ -199,10 +218,16 @@ def _script(ctx: _Context, index: int) -> _Verdict:
     if want_fail:
         lines = ", ".join(str(n) for n in script.get("edited_lines", []))
         if outcome == "failed":
-            return _Verdict(True, [Comparison("your checks on the edited engine", "fail", f"failed ({failure})", True)],
-                            problem=f"edited line(s) {lines}")
-        return _Verdict(False, [Comparison("your checks on the edited engine", "fail", "passed", False)],
-                        problem=f"With += turned into = in __mul__'s backward (line(s) {lines}), your checks still pass.")
+            return _Verdict(
+                True,
+                [Comparison("your checks on the edited engine", "fail", f"failed ({failure})", True)],
+                problem=f"edited line(s) {lines}",
+            )
+        return _Verdict(
+            False,
+            [Comparison("your checks on the edited engine", "fail", "passed", False)],
+            problem=f"With += turned into = in __mul__'s backward (line(s) {lines}), your checks still pass.",
+        )
     if outcome == "passed":
         return _Verdict(True, [Comparison("python autograd_lab.py", "runs clean", "runs clean", True)])
     return _Verdict(False, [Comparison("python autograd_lab.py", "runs clean", f"failed: {failure}", False)])
@@ -231,17 +256,25 @@ def judge(rubric: Rubric, plan: Plan, expected: Expected, report: HarnessReport)
     results: dict[str, CheckResult] = {}
     for check in plan.checks:
         probe = plan.probe(check.probe)
-        ctx = _Context(check, probe, report.probe(probe.id), expected, rubric.tolerances[check.tolerance], load, rubric.class_name)
+        ctx = _Context(
+            check, probe, report.probe(probe.id), expected, rubric.tolerances[check.tolerance], load, rubric.class_name
+        )
         blocked = [r for r in check.requires if r in results and not results[r].passed]
         if not load.get("ok"):
             verdicts = [_Verdict(False, problem="not run: the file could not be loaded", kind="not_run")]
         elif blocked:
-            verdicts = [_Verdict(False, problem=f"no credit until '{rubric.check(blocked[0]).title}' passes", kind="not_run")]
+            verdicts = [
+                _Verdict(False, problem=f"no credit until '{rubric.check(blocked[0]).title}' passes", kind="not_run")
+            ]
         else:
             count = 1 if check.compare in ("api", "engine", "script_passes", "script_fails") else len(probe.programs)
             verdicts = [COMPARERS[check.compare](ctx, i) for i in range(count)]
         results[check.id] = _result(check, probe, verdicts, ctx)
     return [results[c.id] for c in plan.checks]
+
+
+# When no instance passed, the most telling cause names the outcome.
+_CAUSES = (("timeout", Outcome.TIMEOUT), ("error", Outcome.ERROR), ("not_run", Outcome.NOT_RUN))
 
 
 def _result(check: Check, probe: PlannedProbe, verdicts: list[_Verdict], ctx: _Context) -> CheckResult:
@@ -253,7 +286,7 @@ def _result(check: Check, probe: PlannedProbe, verdicts: list[_Verdict], ctx: _C
         outcome, points = Outcome.PARTIAL, round(check.points * passed / total, 2)
     else:
         kinds = {v.kind for v in verdicts}
-        outcome = next(o for k, o in (("timeout", Outcome.TIMEOUT), ("error", Outcome.ERROR), ("not_run", Outcome.NOT_RUN), ("failed", Outcome.FAILED)) if k in kinds or k == "failed")
+        outcome = next((o for k, o in _CAUSES if k in kinds), Outcome.FAILED)
         points = 0.0
     visible = check.visibility is Visibility.VISIBLE
     first_bad = next((v for v in verdicts if not v.ok), None)
@@ -296,7 +329,12 @@ def _message(check: Check, verdicts: list[_Verdict], first_bad: _Verdict | None,
     if not visible:
         # Hidden checks say what kind of failure happened, never the inputs or values.
         kinds = sorted({v.kind for v in verdicts if not v.ok})
-        words = {"failed": "wrong values", "error": "your code raised an error", "timeout": "time limit reached", "not_run": "not run"}
+        words = {
+            "failed": "wrong values",
+            "error": "your code raised an error",
+            "timeout": "time limit reached",
+            "not_run": "not run",
+        }
         return f"Failed {failed} of {total} hidden instance(s): " + "; ".join(words[k] for k in kinds) + "."
     prefix = "" if total == 1 else f"Failed {failed} of {total} instances. "
     if first_bad.problem and not any(not c.ok and c.observed != "(not observed)" for c in first_bad.comparisons):

@@ -11,8 +11,9 @@ from __future__ import annotations
 import json
 import random
 import secrets
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from .program import Program, compile_steps, evaluate, relu_inputs
 from .rubric import Check, Probe, Rubric
@@ -154,7 +155,9 @@ def _instance(probe: Probe, steps: list[Any], rng: random.Random, index: int) ->
     want = None if probe.relu_inputs == "any" else index % 2 == 0
     for _ in range(2000):
         leaves = {
-            leaf.name: leaf.value if leaf.value is not None else _draw(rng, leaf.ranges, rng.randrange(len(leaf.ranges)))
+            leaf.name: leaf.value
+            if leaf.value is not None
+            else _draw(rng, leaf.ranges, rng.randrange(len(leaf.ranges)))
             for leaf in probe.leaves
         }
         program = {"leaves": leaves, "steps": steps, "record": record}
@@ -168,7 +171,7 @@ def _fd_programs(probe: Probe, rng: random.Random, index: int) -> list[Program]:
     if probe.op == "pow":
         k = float(probe.exponent or 2.0)
         template = f"o = x ** {k!r}"
-        xs = GENERAL if k == int(k) and k > 0 else POSITIVE
+        xs: tuple[tuple[float, float], ...] = GENERAL if k == int(k) and k > 0 else POSITIVE
         ys: tuple[tuple[float, float], ...] = ()
     else:
         template, xs, ys = FD_TEMPLATES[str(probe.op)]

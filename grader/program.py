@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import ast
 import math
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
+
+from sandbox.harness.programs import describe_step
 
 Step = list[Any]
 Program = dict[str, Any]
 
 _BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.Pow: "pow"}
-_SYMBOLS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "pow": "**"}
 UNARY = ("tanh", "relu", "exp", "log")
 
 
@@ -27,8 +29,10 @@ def _operand(node: ast.expr, known: set[str], text: str) -> str | float:
         return node.id
     if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
         return float(node.value)
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant):
-        return -float(node.operand.value)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        inner = _operand(node.operand, known, text)
+        if isinstance(inner, float):
+            return -inner
     raise ValueError(f"'{text}': operands are node names or numbers, one operation per step")
 
 
@@ -43,7 +47,11 @@ def compile_steps(leaves: Sequence[str], steps: Sequence[str]) -> list[Step]:
         if len(tree) != 1:
             raise ValueError(f"'{text}': one step per line")
         stmt = tree[0]
-        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and getattr(stmt.value.func, "id", "") == "backward":
+        if (
+            isinstance(stmt, ast.Expr)
+            and isinstance(stmt.value, ast.Call)
+            and getattr(stmt.value.func, "id", "") == "backward"
+        ):
             if len(stmt.value.args) != 1 or stmt.value.keywords:
                 raise ValueError(f"'{text}': backward takes exactly one node")
             root = _operand(stmt.value.args[0], known, text)
@@ -84,18 +92,7 @@ def compile_steps(leaves: Sequence[str], steps: Sequence[str]) -> list[Step]:
 def describe(program: Program) -> str:
     """The program as the Python a student would write; shown as 'what was built'."""
     lines = [f"{name} = Value({value!r})" for name, value in program["leaves"].items()]
-    for target, op, *args in program["steps"]:
-        shown = [str(a) for a in args]
-        if op == "backward":
-            lines.append(f"{shown[0]}.backward()")
-        elif op == "sgd":
-            lines.append(f"{target} = Value({shown[0]}.data - {shown[1]} * {shown[0]}.grad)")
-        elif op in UNARY:
-            lines.append(f"{target} = {shown[0]}.{op}()")
-        elif op == "neg":
-            lines.append(f"{target} = -{shown[0]}")
-        else:
-            lines.append(f"{target} = {shown[0]} {_SYMBOLS[op]} {shown[1]}")
+    lines += [describe_step(step) for step in program["steps"]]
     return "\n".join(lines)
 
 
@@ -110,10 +107,6 @@ def consumers(program: Program) -> dict[str, set[str]]:
             if isinstance(arg, str):
                 out[arg].add(target)
     return out
-
-
-def has_sgd(program: Program) -> bool:
-    return any(step[1] == "sgd" for step in program["steps"])
 
 
 # --- trusted float math ---------------------------------------------------------------------
@@ -163,7 +156,11 @@ def evaluate(program: Program, leaves: dict[str, float] | None = None) -> dict[s
 
 
 def relu_inputs(program: Program, values: dict[str, float]) -> list[float]:
-    return [values[args[0]] if isinstance(args[0], str) else float(args[0]) for _, op, *args in program["steps"] if op == "relu"]
+    return [
+        values[args[0]] if isinstance(args[0], str) else float(args[0])
+        for _, op, *args in program["steps"]
+        if op == "relu"
+    ]
 
 
 def root_of(program: Program) -> str:

@@ -30,7 +30,8 @@ class ProbeReport:
         if index in self.final:
             return self.final[index]
         if index in self.errors:
-            return self.errors[index].get("obs", {})
+            partial: dict[str, Any] = self.errors[index].get("obs", {})
+            return partial
         return self.forward.get(index, {})
 
 
@@ -61,7 +62,7 @@ def _clean_value(value: Any) -> tuple[bool, Any]:
     if isinstance(value, str):
         return True, value[:MAX_TEXT]
     if isinstance(value, dict) and len(value) == 1:
-        (key, inner), = value.items()
+        ((key, inner),) = value.items()
         if key in ("nonfinite", "bad") and isinstance(inner, str):
             return True, {key: inner[:60]}
     if isinstance(value, list) and len(value) <= 512 and all(isinstance(v, str) for v in value):
@@ -101,7 +102,7 @@ def parse_output(stdout: bytes, *, nonce: str, plan: Plan) -> HarnessReport:
             if line.strip():
                 report.dropped += 1
             continue
-        body = line[len(prefix):]
+        body = line[len(prefix) :]
         try:
             if len(body) > MAX_LINE:
                 raise ValueError("line too long")
@@ -149,7 +150,11 @@ def _accept(record: dict[str, Any], report: HarnessReport, programs: dict[str, i
             return False
         if kind == "err":
             target = probe.errors
-            value: dict[str, Any] = {"stage": _text(record.get("stage"), 200), "error": _error(record.get("error")), "obs": obs}
+            value: dict[str, Any] = {
+                "stage": _text(record.get("stage"), 200),
+                "error": _error(record.get("error")),
+                "obs": obs,
+            }
         else:
             phase = record.get("phase")
             if phase not in ("forward", "final"):
@@ -193,7 +198,9 @@ def _accept(record: dict[str, Any], report: HarnessReport, programs: dict[str, i
             "exit_code": record.get("exit_code") if isinstance(record.get("exit_code"), int) else None,
             "output": _text(record.get("output"), 64 * 1024),
             "output_truncated": record.get("output_truncated") is True,
-            "elapsed": float(record["elapsed"]) if isinstance(record.get("elapsed"), (int, float)) and not isinstance(record.get("elapsed"), bool) else 0.0,
+            "elapsed": float(record["elapsed"])
+            if isinstance(record.get("elapsed"), (int, float)) and not isinstance(record.get("elapsed"), bool)
+            else 0.0,
         }
         return True
     return False

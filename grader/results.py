@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 
 class Status(enum.Enum):
@@ -25,9 +24,6 @@ class Status(enum.Enum):
     def is_students(self) -> bool:
         """True when the outcome is the submission's doing; an infra error never is."""
         return self is not Status.INFRA_ERROR
-
-    def worst(self, other: "Status") -> "Status":
-        return self if self.rank >= other.rank else other
 
 
 class Outcome(enum.Enum):
@@ -118,7 +114,6 @@ class SubmissionResult:
     execution_time: float
     visible_only: bool = False  # self-check mode: hidden checks were not run
     hidden_not_run: int = 0
-    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def scored(self) -> bool:

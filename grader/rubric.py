@@ -8,11 +8,12 @@ Downstream code never sees raw YAML.
 from __future__ import annotations
 
 import difflib
-import math
 import hashlib
+import math
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence, TypeVar
+from typing import Any, TypeVar
 
 import yaml
 
@@ -161,11 +162,11 @@ class _Node:
     def fail(self, message: str) -> RubricError:
         return RubricError(message, where=self.where())
 
-    def child(self, node: yaml.Node, suffix: str) -> "_Node":
+    def child(self, node: yaml.Node, suffix: str) -> _Node:
         joined = f"{self.path}.{suffix}" if self.path and not suffix.startswith("[") else f"{self.path}{suffix}"
         return _Node(node, joined, self.source)
 
-    def mapping(self, allowed: Sequence[str], required: Sequence[str] = ()) -> dict[str, "_Node"]:
+    def mapping(self, allowed: Sequence[str], required: Sequence[str] = ()) -> dict[str, _Node]:
         if not isinstance(self.node, yaml.MappingNode):
             raise self.fail("expected a mapping")
         out: dict[str, _Node] = {}
@@ -185,12 +186,12 @@ class _Node:
             raise self.fail(f"missing required key(s): {', '.join(missing)}")
         return out
 
-    def items(self) -> list[tuple[str, "_Node"]]:
+    def items(self) -> list[tuple[str, _Node]]:
         if not isinstance(self.node, yaml.MappingNode):
             raise self.fail("expected a mapping")
         return [(k.value, self.child(v, str(k.value))) for k, v in self.node.value]
 
-    def sequence(self) -> list["_Node"]:
+    def sequence(self) -> list[_Node]:
         if not isinstance(self.node, yaml.SequenceNode):
             raise self.fail("expected a list")
         return [self.child(v, f"[{i}]") for i, v in enumerate(self.node.value)]
@@ -256,9 +257,15 @@ def load_rubric(path: Path | str = DEFAULT_RUBRIC) -> Rubric:
         ("assignment", "limits", "stand_ins", "tolerances", "probes", "sections"),
         required=("assignment", "probes", "sections"),
     )
-    assignment = top["assignment"].mapping(("name", "file", "class", "handout", "total"), required=("name", "file", "class", "total"))
+    assignment = top["assignment"].mapping(
+        ("name", "file", "class", "handout", "total"), required=("name", "file", "class", "total")
+    )
     limits = _limits(top["limits"]) if "limits" in top else Limits()
-    tolerances = {"handout": Tolerance(1e-9, 0.0), "single_op": Tolerance(1e-8, 1e-5), "composite": Tolerance(1e-6, 1e-4)}
+    tolerances = {
+        "handout": Tolerance(1e-9, 0.0),
+        "single_op": Tolerance(1e-8, 1e-5),
+        "composite": Tolerance(1e-6, 1e-4),
+    }
     if "tolerances" in top:
         for name, node in top["tolerances"].items():
             fields = node.mapping(("abs", "rel"), required=("abs",))
@@ -363,7 +370,20 @@ def _section(node: _Node, probes: Mapping[str, Probe], tolerances: Mapping[str, 
 
 def _check(node: _Node, section: str, probes: Mapping[str, Probe], tolerances: Mapping[str, Tolerance]) -> Check:
     fields = node.mapping(
-        ("id", "title", "points", "visibility", "probe", "compare", "observe", "tolerance", "expect_from", "expect", "hint", "requires"),
+        (
+            "id",
+            "title",
+            "points",
+            "visibility",
+            "probe",
+            "compare",
+            "observe",
+            "tolerance",
+            "expect_from",
+            "expect",
+            "hint",
+            "requires",
+        ),
         required=("id", "title", "points", "probe", "compare"),
     )
     probe = fields["probe"].text()

@@ -47,7 +47,10 @@ def check_literals(rubric: Rubric) -> tuple[list[str], int]:
                     checked += 1
                     value = truth.get(key)
                     if not isinstance(value, float) or not tolerance.accepts(value, literal):
-                        errors.append(f"{check.id}: {key} is {literal!r} in the rubric but {fmt(value)} from the {check.expect_from}")
+                        errors.append(
+                            f"{check.id}: {key} is {literal!r} in the rubric "
+                            f"but {fmt(value)} from the {check.expect_from}"
+                        )
     return sorted(set(errors)), checked
 
 

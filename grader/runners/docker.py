@@ -38,7 +38,12 @@ from grader.runners.base import PLAN_NAME, SUBMISSION_DIR, Limits, RawRun
 
 WORKDIR = "/sandbox"
 HARNESS_COMMAND: tuple[str, ...] = (
-    "python3", "-I", "-B", "/opt/ag/sandbox/run_harness.py", "--workdir", WORKDIR,
+    "python3",
+    "-I",
+    "-B",
+    "/opt/ag/sandbox/run_harness.py",
+    "--workdir",
+    WORKDIR,
 )
 STUDENT_UID = 10002  # the harness drops student code to this uid; it must not read the plan
 FSIZE_BYTES = 8 * 1024 * 1024
@@ -305,8 +310,13 @@ class DockerRunner:
                 name=f"{LABEL}-{run_id}", driver="local", labels=_labels(self._labels, run_id)
             )
             container = create_container(
-                self._client, image=self.image_id, volume=str(volume.name), limits=limits,
-                run_id=run_id, command=self._command, swappiness=self._engine_accepts_swappiness(),
+                self._client,
+                image=self.image_id,
+                volume=str(volume.name),
+                limits=limits,
+                run_id=run_id,
+                command=self._command,
+                swappiness=self._engine_accepts_swappiness(),
                 labels=self._labels,
             )
             # Into the volume, before start: the root filesystem is read-only, and no code
@@ -336,10 +346,7 @@ class DockerRunner:
                 str(container.id), params={"stdout": 1, "stderr": 1, "stream": 1, "logs": int(logs)}
             )
             streams.append(sock)
-            return (
-                (data, None) if kind == STDOUT else (None, data)
-                for kind, data in _frames(sock)
-            )
+            return ((data, None) if kind == STDOUT else (None, data) for kind, data in _frames(sock))
 
         try:
             # Attached before start, so no output is produced before we listen.
@@ -348,8 +355,10 @@ class DockerRunner:
             started = time.monotonic()
             deadline = started + limits.wall_seconds
             reader = threading.Thread(
-                target=_pump, args=(first, lambda: attach(False), output, deadline),
-                name=f"{LABEL}-reader", daemon=True,
+                target=_pump,
+                args=(first, lambda: attach(False), output, deadline),
+                name=f"{LABEL}-reader",
+                daemon=True,
             )
             reader.start()
             output.done.wait(timeout=max(deadline - time.monotonic(), 0.0))

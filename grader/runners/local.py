@@ -146,8 +146,12 @@ class LocalRunner:
             try:
                 process = subprocess.Popen(
                     [self.python, "-I", "-B", str(self.harness), "--workdir", str(workdir)],
-                    cwd=workdir, env=env, stdin=subprocess.DEVNULL,
-                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, close_fds=True,
+                    cwd=workdir,
+                    env=env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    close_fds=True,
                     start_new_session=True,  # its own process group, so one killpg gets all
                     # Runs between fork and exec, so the limits are in place before the first
                     # instruction of the harness. It only calls setrlimit (no locks, no imports),
@@ -162,8 +166,9 @@ class LocalRunner:
             stdout, stderr = bytearray(), bytearray()
             over = threading.Event()
             readers += [
-                threading.Thread(target=_read_capped, args=(process.stdout, stdout, limits.stdout_bytes, over),
-                                 daemon=True),
+                threading.Thread(
+                    target=_read_capped, args=(process.stdout, stdout, limits.stdout_bytes, over), daemon=True
+                ),
                 threading.Thread(target=_read_tail, args=(process.stderr, stderr), daemon=True),
             ]
             for reader in readers:

@@ -17,7 +17,8 @@ import importlib.machinery
 import inspect
 import sys
 import types
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from collections.abc import Callable, Sequence
+from typing import Any
 
 MODULE_NAME = "autograd_lab"
 
@@ -25,7 +26,7 @@ MODULE_NAME = "autograd_lab"
 class LoadError(Exception):
     """The submission could not be loaded; the message is for the student."""
 
-    def __init__(self, message: str, line: Optional[int] = None):
+    def __init__(self, message: str, line: int | None = None):
         super().__init__(message)
         self.line = line
 
@@ -36,15 +37,15 @@ class LoadError(Exception):
 class _Inert:
     """Absorbs any use: calls, attributes, context managers, iteration, indexing."""
 
-    def __call__(self, *args: Any, **kwargs: Any) -> "_Inert":
+    def __call__(self, *args: Any, **kwargs: Any) -> _Inert:
         return self
 
-    def __getattr__(self, name: str) -> "_Inert":
+    def __getattr__(self, name: str) -> _Inert:
         if name.startswith("__") and name.endswith("__"):
             raise AttributeError(name)
         return self
 
-    def __enter__(self) -> "_Inert":
+    def __enter__(self) -> _Inert:
         return self
 
     def __exit__(self, *exc: Any) -> bool:
@@ -53,7 +54,7 @@ class _Inert:
     def __iter__(self) -> Any:
         return iter(())
 
-    def __getitem__(self, key: Any) -> "_Inert":
+    def __getitem__(self, key: Any) -> _Inert:
         return self
 
     def __setitem__(self, key: Any, value: Any) -> None:
@@ -78,7 +79,7 @@ class StandInFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
     def __init__(self, roots: Sequence[str]):
         self.roots = set(roots)
-        self.used: List[str] = []
+        self.used: list[str] = []
 
     def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
         if fullname.split(".")[0] not in self.roots:
@@ -148,16 +149,18 @@ def _is_definition(node: ast.stmt) -> bool:
     return False
 
 
-def definitions_only(tree: ast.Module) -> Tuple[ast.Module, List[int]]:
+def definitions_only(tree: ast.Module) -> tuple[ast.Module, list[int]]:
     """The module without top-level statements that run demo code; returns skipped lines."""
     kept = [node for node in tree.body if _is_definition(node)]
     skipped = [node.lineno for node in tree.body if not _is_definition(node)]
     return ast.Module(body=kept, type_ignores=[]), skipped
 
 
-def load_module(source: str, filename: str, mode: str, tree: Optional[ast.Module] = None) -> Tuple[types.ModuleType, List[str]]:
+def load_module(
+    source: str, filename: str, mode: str, tree: ast.Module | None = None
+) -> tuple[types.ModuleType, list[str]]:
     """Execute the submission as module ``autograd_lab``; ``mode`` is "full" or "definitions"."""
-    notices: List[str] = []
+    notices: list[str] = []
     tree = tree if tree is not None else parse(source, filename)
     module = types.ModuleType(MODULE_NAME)
     module.__file__ = filename
@@ -166,7 +169,7 @@ def load_module(source: str, filename: str, mode: str, tree: Optional[ast.Module
         exec(compile(tree, filename, "exec"), module.__dict__)
         return module, notices
     kept, skipped = definitions_only(tree)
-    failed: List[str] = []
+    failed: list[str] = []
     # One statement at a time: a kept statement that still fails (an import of a missing
     # package, an assignment naming demo objects) is skipped rather than sinking the engine.
     for node in kept.body:
@@ -191,8 +194,8 @@ def _engine_score(cls: type) -> int:
     return sum(1 for name in ENGINE_METHODS if any(name in vars(k) for k in cls.__mro__[:-1]))
 
 
-def find_engine(module: types.ModuleType, class_name: str) -> Tuple[type, List[str]]:
-    notices: List[str] = []
+def find_engine(module: types.ModuleType, class_name: str) -> tuple[type, list[str]]:
+    notices: list[str] = []
     named = module.__dict__.get(class_name)
     if isinstance(named, type):
         return named, notices
@@ -208,13 +211,13 @@ def find_engine(module: types.ModuleType, class_name: str) -> Tuple[type, List[s
     return best, notices
 
 
-_PLACEHOLDERS: Tuple[Tuple[Tuple[str, ...], Any], ...] = (
+_PLACEHOLDERS: tuple[tuple[tuple[str, ...], Any], ...] = (
     (("child", "prev", "parent", "input"), ()),
     (("op", "label", "name", "tag"), ""),
 )
 
 
-def constructor(cls: type) -> Tuple[Callable[[float], Any], List[str]]:
+def constructor(cls: type) -> tuple[Callable[[float], Any], list[str]]:
     """A one-argument leaf factory; extra required parameters get neutral placeholders."""
     try:
         signature = inspect.signature(cls)
@@ -228,7 +231,7 @@ def constructor(cls: type) -> Tuple[Callable[[float], Any], List[str]]:
     ]
     if not params or not required:
         return cls, []
-    fillers: List[Any] = []
+    fillers: list[Any] = []
     for p in required:
         lowered = p.name.lower()
         filler: Any = None

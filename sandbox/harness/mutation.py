@@ -7,7 +7,6 @@ Only the lab's Step-5 bug lives here for now: every ``+=`` into a ``.grad`` insi
 from __future__ import annotations
 
 import ast
-from typing import List, Optional, Tuple
 
 STEP5 = "mul_backward_assign"
 
@@ -16,7 +15,7 @@ class NotApplicable(Exception):
     """The edit has nothing to apply to in this file; the message says what was missing."""
 
 
-def _find_method(tree: ast.Module, class_name: str, method: str) -> Optional[ast.FunctionDef]:
+def _find_method(tree: ast.Module, class_name: str, method: str) -> ast.FunctionDef | None:
     for node in ast.walk(tree):
         if isinstance(node, ast.ClassDef) and node.name == class_name:
             for item in node.body:
@@ -25,7 +24,7 @@ def _find_method(tree: ast.Module, class_name: str, method: str) -> Optional[ast
     return None
 
 
-def _grad_augassigns(scope: ast.AST) -> List[ast.AugAssign]:
+def _grad_augassigns(scope: ast.AST) -> list[ast.AugAssign]:
     return [
         n
         for n in ast.walk(scope)
@@ -37,7 +36,7 @@ def _grad_augassigns(scope: ast.AST) -> List[ast.AugAssign]:
 
 
 class _ToAssign(ast.NodeTransformer):
-    def __init__(self, targets: List[ast.AugAssign]):
+    def __init__(self, targets: list[ast.AugAssign]):
         self.ids = {id(t) for t in targets}
 
     def visit_AugAssign(self, node: ast.AugAssign) -> ast.stmt:
@@ -46,7 +45,7 @@ class _ToAssign(ast.NodeTransformer):
         return ast.copy_location(ast.Assign(targets=[node.target], value=node.value), node)
 
 
-def apply(tree: ast.Module, mutation: str, class_name: str) -> Tuple[ast.Module, List[int]]:
+def apply(tree: ast.Module, mutation: str, class_name: str) -> tuple[ast.Module, list[int]]:
     """Return the mutated tree and the lines edited; raises NotApplicable."""
     if mutation != STEP5:
         raise NotApplicable(f"unknown edit {mutation!r}")

@@ -10,16 +10,17 @@ from __future__ import annotations
 
 import math
 import operator
-from typing import Any, Callable, Dict, List, Optional
+from collections.abc import Callable
+from typing import Any
 
 Observation = Any  # float | bool | str | list[str] | {"nonfinite": ...} | {"bad": ...}
-Emit = Callable[[str, Dict[str, Observation]], None]
+Emit = Callable[[str, dict[str, Observation]], None]
 Make = Callable[[float], Any]
 
 MAX_TEXT = 60
 MAX_PARENTS = 64
 
-BINARY: Dict[str, Callable[[Any, Any], Any]] = {
+BINARY: dict[str, Callable[[Any, Any], Any]] = {
     "add": operator.add,
     "sub": operator.sub,
     "mul": operator.mul,
@@ -32,7 +33,7 @@ UNARY_METHODS = ("tanh", "relu", "exp", "log")
 class ProgramError(Exception):
     """The engine raised (or misbehaved) while a program ran; ``stage`` says where."""
 
-    def __init__(self, stage: str, error: BaseException, observations: Dict[str, Observation]):
+    def __init__(self, stage: str, error: BaseException, observations: dict[str, Observation]):
         super().__init__(stage)
         self.stage = stage
         self.error = error
@@ -72,8 +73,8 @@ def read_text(value: Any) -> Observation:
     return {"bad": type(value).__name__[:MAX_TEXT]}
 
 
-def parents_of(node: Any) -> List[Any]:
-    prev = getattr(node, "_prev")
+def parents_of(node: Any) -> list[Any]:
+    prev = node._prev
     parents = []
     for index, parent in enumerate(prev):
         if index >= MAX_PARENTS:
@@ -82,7 +83,7 @@ def parents_of(node: Any) -> List[Any]:
     return parents
 
 
-def describe_step(step: List[Any]) -> str:
+def describe_step(step: list[Any]) -> str:
     target, op, *args = step
     shown = [str(a) for a in args]
     if op == "backward":
@@ -97,7 +98,7 @@ def describe_step(step: List[Any]) -> str:
     return f"{target} = {shown[0]} {symbol} {shown[1]}"
 
 
-def _apply(op: str, args: List[Any]) -> Any:
+def _apply(op: str, args: list[Any]) -> Any:
     if op in BINARY:
         return BINARY[op](args[0], args[1])
     if op == "neg":
@@ -107,16 +108,16 @@ def _apply(op: str, args: List[Any]) -> Any:
     raise ValueError(f"unknown operation {op!r}")
 
 
-def run_program(make: Make, program: Dict[str, Any], emit: Emit) -> Dict[str, Observation]:
+def run_program(make: Make, program: dict[str, Any], emit: Emit) -> dict[str, Observation]:
     """Build the program's graph, run its backward steps and observe every named node.
 
     ``emit("forward", obs)`` is called before the first backward() so forward values survive
     a backward() that never returns.
     """
-    nodes: Dict[str, Any] = {}
-    obs: Dict[str, Observation] = {}
+    nodes: dict[str, Any] = {}
+    obs: dict[str, Observation] = {}
     record = set(program.get("record", ()))
-    schedule: List[str] = []
+    schedule: list[str] = []
     backward_seen = False
     stage = "creating the leaves"
     try:
@@ -156,16 +157,16 @@ def run_program(make: Make, program: Dict[str, Any], emit: Emit) -> Dict[str, Ob
             for name, node in nodes.items():
                 obs[f"{name}.grad"] = read_float(node.grad)
         if "schedule" in record:
-            obs["schedule"] = schedule[:MAX_PARENTS * 4]
+            obs["schedule"] = schedule[: MAX_PARENTS * 4]
     except Exception as error:  # student code may raise anything; SystemExit is left to the caller
         raise ProgramError(stage, error, obs) from error
     return obs
 
 
-def _graph(nodes: Dict[str, Any]) -> Dict[str, Observation]:
+def _graph(nodes: dict[str, Any]) -> dict[str, Observation]:
     """Each named node's parents (by identity, as names; '?' for unnamed) and op label."""
     names = {id(node): name for name, node in nodes.items()}
-    out: Dict[str, Observation] = {}
+    out: dict[str, Observation] = {}
     for name, node in nodes.items():
         parents = [names.get(id(p), "?") for p in parents_of(node)]
         out[f"{name}.prev"] = sorted(parents)
@@ -173,7 +174,7 @@ def _graph(nodes: Dict[str, Any]) -> Dict[str, Observation]:
     return out
 
 
-def _wrap_backwards(nodes: Dict[str, Any], schedule: List[str]) -> None:
+def _wrap_backwards(nodes: dict[str, Any], schedule: list[str]) -> None:
     """Record the order in which backward() calls each named node's ``_backward``."""
     for name, node in nodes.items():
         original = node._backward
@@ -190,7 +191,7 @@ def _wrap_backwards(nodes: Dict[str, Any], schedule: List[str]) -> None:
 API_X = 1.3
 API_Y = 0.6
 
-API_OPERATIONS: Dict[str, Callable[[Any, Any], Any]] = {
+API_OPERATIONS: dict[str, Callable[[Any, Any], Any]] = {
     "add": lambda x, y: x + y,
     "add_float": lambda x, y: x + 0.5,
     "radd": lambda x, y: 0.5 + x,
@@ -213,10 +214,11 @@ API_OPERATIONS: Dict[str, Callable[[Any, Any], Any]] = {
 USES_Y = {"add", "mul", "sub", "div"}
 
 
-def _reaches(result: Any, targets: List[Any]) -> bool:
+def _reaches(result: Any, targets: list[Any]) -> bool:
     """True when every target is an ancestor of result through ``_prev`` (bounded search)."""
     wanted = {id(t) for t in targets}
-    frontier, seen = [result], set()
+    frontier: list[Any] = [result]
+    seen: set[int] = set()
     while frontier and wanted and len(seen) < 64:
         node = frontier.pop()
         if id(node) in seen:
@@ -228,8 +230,8 @@ def _reaches(result: Any, targets: List[Any]) -> bool:
     return not wanted
 
 
-def run_api(cls: type, make: Make) -> Dict[str, Observation]:
-    obs: Dict[str, Observation] = {}
+def run_api(cls: type, make: Make) -> dict[str, Observation]:
+    obs: dict[str, Observation] = {}
     try:
         leaf = make(API_X)
     except Exception as error:
@@ -262,7 +264,7 @@ def _field(leaf: Any, field: str) -> Observation:
     return "ok" if callable(value) else "not callable"
 
 
-def _api_op(cls: type, make: Make, op: str, build: Callable[[Any, Any], Any]) -> Dict[str, Observation]:
+def _api_op(cls: type, make: Make, op: str, build: Callable[[Any, Any], Any]) -> dict[str, Observation]:
     try:
         x, y = make(API_X), make(API_Y)
         result = build(x, y)
@@ -272,7 +274,7 @@ def _api_op(cls: type, make: Make, op: str, build: Callable[[Any, Any], Any]) ->
             status = "result is not linked to its inputs through _prev"
         else:
             status = "ok"
-        data = read_float(result.data) if isinstance(result, cls) else {"bad": "no node"}
+        data = read_float(getattr(result, "data", None)) if isinstance(result, cls) else {"bad": "no node"}
     except Exception as error:
         status = f"raised {type(error).__name__}: {error}"[:200]
         data = {"bad": "raised"}

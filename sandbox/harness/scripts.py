@@ -10,12 +10,12 @@ from __future__ import annotations
 import sys
 import traceback
 import types
-from typing import Any, Dict, Optional
+from typing import Any
 
 from . import loader, mutation
 
 
-def _line_in_file(tb: Any, filename: str) -> Optional[int]:
+def _line_in_file(tb: Any, filename: str) -> int | None:
     line = None
     for frame in traceback.extract_tb(tb):
         if frame.filename == filename:
@@ -23,10 +23,10 @@ def _line_in_file(tb: Any, filename: str) -> Optional[int]:
     return line
 
 
-def run_script(source: str, filename: str, class_name: str, edit: Optional[str]) -> Dict[str, Any]:
+def run_script(source: str, filename: str, class_name: str, edit: str | None) -> dict[str, Any]:
     """Execute the file; returns an outcome record (``passed``/``failed``/``not_applicable``)."""
     tree = loader.parse(source, filename)
-    record: Dict[str, Any] = {"edit": edit}
+    record: dict[str, Any] = {"edit": edit}
     if edit:
         try:
             tree, lines = mutation.apply(tree, edit, class_name)

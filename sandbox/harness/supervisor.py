@@ -10,6 +10,7 @@ private pipe; this process validates what they send, caps it, and re-emits it as
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import resource
@@ -20,11 +21,12 @@ import sys
 import tempfile
 import time
 import traceback
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from collections.abc import Callable
+from typing import Any
 
 from . import loader, programs, scripts
 
-Write = Callable[[Dict[str, Any]], None]
+Write = Callable[[dict[str, Any]], None]
 Task = Callable[[Write], None]
 
 RECORD_BYTES = 256 * 1024  # one child record; larger ones are dropped
@@ -36,19 +38,18 @@ class Emitter:
     def __init__(self, nonce: str):
         self.prefix = f"@@AG:{nonce} "
 
-    def __call__(self, record: Dict[str, Any]) -> None:
+    def __call__(self, record: dict[str, Any]) -> None:
         line = json.dumps(record, allow_nan=False, separators=(",", ":"))
         sys.stdout.write(self.prefix + line + "\n")
         sys.stdout.flush()
 
 
 def _decode(raw: bytes) -> str:
-    import importlib.util
-
+    """Source bytes to text, honouring a coding cookie or BOM as Python itself would."""
     return importlib.util.decode_source(raw)
 
 
-def _exception_record(error: BaseException, filename: str) -> Dict[str, Any]:
+def _exception_record(error: BaseException, filename: str) -> dict[str, Any]:
     line = None
     for frame in traceback.extract_tb(error.__traceback__):
         if frame.filename == filename:
@@ -57,7 +58,7 @@ def _exception_record(error: BaseException, filename: str) -> Dict[str, Any]:
 
 
 class Supervisor:
-    def __init__(self, plan: Dict[str, Any], source: str, emit: Emitter):
+    def __init__(self, plan: dict[str, Any], source: str, emit: Emitter):
         self.plan = plan
         self.source = source
         self.emit = emit
@@ -70,8 +71,8 @@ class Supervisor:
         self.output_bytes = int(limits["output_bytes"])
         self.memory_bytes = int(limits["child_memory_mb"]) * 1024 * 1024
         student = plan.get("student") or {}
-        self.uid: Optional[int] = student.get("uid") if os.geteuid() == 0 else None
-        self.gid: Optional[int] = student.get("gid") if os.geteuid() == 0 else None
+        self.uid: int | None = student.get("uid") if os.geteuid() == 0 else None
+        self.gid: int | None = student.get("gid") if os.geteuid() == 0 else None
         self.reap = bool(student.get("reap")) and self.uid is not None
         self.mode = "full"
         # One scratch folder per run, world-writable and sticky like /tmp; each probe gets a
@@ -106,7 +107,7 @@ class Supervisor:
             os._exit(71)
         channel = os.fdopen(wfd, "w", buffering=1, encoding="utf-8")
 
-        def write(record: Dict[str, Any]) -> None:
+        def write(record: dict[str, Any]) -> None:
             channel.write(json.dumps(record, allow_nan=False) + "\n")
             channel.flush()
 
@@ -125,7 +126,9 @@ class Supervisor:
                 pass
         os._exit(status)
 
-    def run_child(self, task: Task, *, timeout: float, progress_resets: bool) -> Tuple[List[Dict[str, Any]], Dict[str, Any]]:
+    def run_child(
+        self, task: Task, *, timeout: float, progress_resets: bool
+    ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         """Fork a child for ``task``; returns its records and an end summary."""
         remaining = self.deadline - time.monotonic()
         if remaining <= 0:
@@ -147,12 +150,14 @@ class Supervisor:
             self._reap_student_processes()
         return records, summary
 
-    def _collect(self, pid: int, rfd: int, ofd: int, timeout: float, progress_resets: bool, started: float) -> Tuple[List[Dict[str, Any]], Dict[str, Any]]:
+    def _collect(
+        self, pid: int, rfd: int, ofd: int, timeout: float, progress_resets: bool, started: float
+    ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         selector = selectors.DefaultSelector()
         selector.register(rfd, selectors.EVENT_READ, "records")
         selector.register(ofd, selectors.EVENT_READ, "output")
         pending = b""
-        records: List[Dict[str, Any]] = []
+        records: list[dict[str, Any]] = []
         received = 0
         output = bytearray()
         output_total = 0
@@ -196,7 +201,7 @@ class Supervisor:
         selector.close()
         os.close(rfd)
         os.close(ofd)
-        summary: Dict[str, Any] = {
+        summary: dict[str, Any] = {
             "output": output.decode("utf-8", "replace"),
             "output_truncated": output_total > len(output),
             "output_bytes": output_total,
@@ -206,7 +211,9 @@ class Supervisor:
         elif os.WIFSIGNALED(wait_status):
             signum = os.WTERMSIG(wait_status)
             summary["status"] = "killed"
-            summary["signal"] = signal.Signals(signum).name if signum in signal.Signals._value2member_map_ else str(signum)
+            summary["signal"] = (
+                signal.Signals(signum).name if signum in signal.Signals._value2member_map_ else str(signum)
+            )
         else:
             code = os.WEXITSTATUS(wait_status)
             summary["status"] = "ok" if code == 0 else "exited"
@@ -214,7 +221,7 @@ class Supervisor:
         return records, summary
 
     @staticmethod
-    def _parse_child_line(line: bytes) -> Optional[Dict[str, Any]]:
+    def _parse_child_line(line: bytes) -> dict[str, Any] | None:
         if not line or len(line) > RECORD_BYTES:
             return None
         try:
@@ -249,7 +256,7 @@ class Supervisor:
 
     # --- tasks (run inside children) ----------------------------------------------------------
 
-    def _engine(self) -> Tuple[type, Callable[[float], Any], Dict[str, Any]]:
+    def _engine(self) -> tuple[type, Callable[[float], Any], dict[str, Any]]:
         finder = loader.install_stand_ins(self.plan.get("stand_ins", []))
         module, notices = loader.load_module(self.source, self.filename, self.mode)
         cls, found_notices = loader.find_engine(module, self.class_name)
@@ -268,7 +275,13 @@ class Supervisor:
             leaf = make(1.5)
             info["leaf_data"] = programs.read_float(getattr(leaf, "data", None))
         except loader.LoadError as error:
-            write({"t": "load", "ok": False, "error": {"type": "LoadError", "message": str(error)[:300], "line": error.line}})
+            write(
+                {
+                    "t": "load",
+                    "ok": False,
+                    "error": {"type": "LoadError", "message": str(error)[:300], "line": error.line},
+                }
+            )
             return
         except BaseException as error:
             write({"t": "load", "ok": False, "error": _exception_record(error, self.filename)})
@@ -282,27 +295,33 @@ class Supervisor:
 
         return task
 
-    def _task_programs(self, probe_id: str, items: List[Dict[str, Any]]) -> Task:
+    def _task_programs(self, probe_id: str, items: list[dict[str, Any]]) -> Task:
         def task(write: Write) -> None:
             _, make, _ = self._engine()
             for index, program in enumerate(items):
 
-                def emit(phase: str, obs: Dict[str, Any], _index: int = index) -> None:
+                def emit(phase: str, obs: dict[str, Any], _index: int = index) -> None:
                     write({"t": "obs", "probe": probe_id, "program": _index, "phase": phase, "obs": obs})
 
                 try:
                     obs = programs.run_program(make, program, emit)
                 except programs.ProgramError as failure:
-                    write({
-                        "t": "err", "probe": probe_id, "program": index, "stage": failure.stage[:200],
-                        "error": _exception_record(failure.error, self.filename), "obs": failure.observations,
-                    })
+                    write(
+                        {
+                            "t": "err",
+                            "probe": probe_id,
+                            "program": index,
+                            "stage": failure.stage[:200],
+                            "error": _exception_record(failure.error, self.filename),
+                            "obs": failure.observations,
+                        }
+                    )
                     continue
                 emit("final", obs)
 
         return task
 
-    def _task_script(self, probe_id: str, edit: Optional[str]) -> Task:
+    def _task_script(self, probe_id: str, edit: str | None) -> Task:
         def task(write: Write) -> None:
             loader.install_stand_ins(self.plan.get("stand_ins", []))
             result = scripts.run_script(self.source, self.filename, self.class_name_found, edit)
@@ -315,33 +334,67 @@ class Supervisor:
     # --- the run --------------------------------------------------------------------------------
 
     def load(self) -> bool:
-        notices: List[str] = []
+        notices: list[str] = []
         for mode in ("full", "definitions"):
             self.mode = mode
             records, summary = self.run_child(self._task_load, timeout=self.script_seconds, progress_resets=False)
             load = next((r for r in records if r.get("t") == "load"), None)
             if load and load.get("ok"):
                 self.class_name_found = str(load.get("class_name") or self.class_name)
-                self.emit({**_clean_load(load), "mode": mode, "notices": notices + list(load.get("notices", []))[:10],
-                           "output": summary.get("output", "")})
+                self.emit(
+                    {
+                        **_clean_load(load),
+                        "mode": mode,
+                        "notices": notices + list(load.get("notices", []))[:10],
+                        "output": summary.get("output", ""),
+                    }
+                )
                 return True
             error = (load or {}).get("error") or {}
             if load is None:
-                why = {"timeout": f"did not finish within {self.script_seconds:g} s (top-level code that never ends?)",
-                       "deadline": "ran out of time", "output_limit": "printed too much output"}.get(
-                    summary.get("status", ""), f"stopped ({summary.get('status')}, {summary.get('signal') or summary.get('exit_code')})")
+                why = {
+                    "timeout": f"did not finish within {self.script_seconds:g} s (top-level code that never ends?)",
+                    "deadline": "ran out of time",
+                    "output_limit": "printed too much output",
+                }.get(
+                    summary.get("status", ""),
+                    f"stopped ({summary.get('status')}, {summary.get('signal') or summary.get('exit_code')})",
+                )
                 notices.append(f"Importing the file {why}.")
-            elif error.get("type") == "LoadError" or error.get("type") in ("SyntaxError", "IndentationError", "TabError"):
-                self.emit({"t": "load", "ok": False, "mode": "failed", "error": error, "notices": notices,
-                           "output": summary.get("output", "")})
+            elif error.get("type") == "LoadError" or error.get("type") in (
+                "SyntaxError",
+                "IndentationError",
+                "TabError",
+            ):
+                self.emit(
+                    {
+                        "t": "load",
+                        "ok": False,
+                        "mode": "failed",
+                        "error": error,
+                        "notices": notices,
+                        "output": summary.get("output", ""),
+                    }
+                )
                 return False
             else:
                 where = f" at line {error['line']}" if error.get("line") else ""
                 notices.append(f"Importing the file raised {error.get('type')}{where}: {error.get('message', '')}")
             if summary.get("status") == "not_run":
                 break
-        self.emit({"t": "load", "ok": False, "mode": "failed", "notices": notices,
-                   "error": {"type": "LoadError", "message": "the engine could not be loaded even with top-level code skipped", "line": None}})
+        self.emit(
+            {
+                "t": "load",
+                "ok": False,
+                "mode": "failed",
+                "notices": notices,
+                "error": {
+                    "type": "LoadError",
+                    "message": "the engine could not be loaded even with top-level code skipped",
+                    "line": None,
+                },
+            }
+        )
         return False
 
     def run(self) -> None:
@@ -369,7 +422,7 @@ class Supervisor:
             self.emit({"t": "probe_end", "probe": probe_id, **summary})
 
 
-def _clean_load(load: Dict[str, Any]) -> Dict[str, Any]:
+def _clean_load(load: dict[str, Any]) -> dict[str, Any]:
     keep = ("t", "ok", "class_name", "extra_args", "stand_ins_used", "leaf_data")
     return {k: load[k] for k in keep if k in load}
 
@@ -378,7 +431,7 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"non-standard JSON constant {name}")
 
 
-def main(argv: List[str]) -> int:
+def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="run_harness")
     parser.add_argument("--workdir", required=True)
     args = parser.parse_args(argv)
@@ -393,8 +446,15 @@ def main(argv: List[str]) -> int:
         if "\x00" in source:
             raise ValueError("the file contains NUL bytes")
     except (OSError, SyntaxError, ValueError, UnicodeDecodeError) as error:
-        emit({"t": "load", "ok": False, "mode": "failed", "notices": [],
-              "error": {"type": "UnreadableFile", "message": str(error)[:300], "line": None}})
+        emit(
+            {
+                "t": "load",
+                "ok": False,
+                "mode": "failed",
+                "notices": [],
+                "error": {"type": "UnreadableFile", "message": str(error)[:300], "line": None},
+            }
+        )
         for probe in plan["probes"]:
             emit({"t": "probe_end", "probe": probe["id"], "status": "not_run", "reason": "load_failed"})
         emit({"t": "end"})

@@ -72,10 +72,12 @@ def runner(client: docker.DockerClient, image: str, command: list[str] | None = 
 
 
 def probe(client: docker.DockerClient, image: str, script: str, limits: Limits = LIMITS) -> RawRun:
-    return runner(client, image, ["python3", "-I", "-B", "-c", script]).run(source=SOURCE, filename="autograd_lab.py", plan=PLAN, limits=limits)
+    return runner(client, image, ["python3", "-I", "-B", "-c", script]).run(
+        source=SOURCE, filename="autograd_lab.py", plan=PLAN, limits=limits
+    )
 
 
-INSIDE = r'''
+INSIDE = r"""
 import json, os, resource, socket, subprocess, sys
 
 facts = {}
@@ -143,7 +145,7 @@ facts["student"] = json.loads(os.read(read, 65536))
 os.waitpid(pid, 0)
 print(json.dumps(facts))
 sys.stderr.write("done\n")
-'''
+"""
 
 
 def test_what_a_submission_sees_from_inside(client: docker.DockerClient, image: str, clean: None) -> None:
@@ -168,8 +170,12 @@ def test_what_a_submission_sees_from_inside(client: docker.DockerClient, image: 
         "/sandbox/submission/autograd_lab.py": ["0o444", 0],
     }
     # As uid 10002: the plan is out of reach, the submission readable, /sandbox not writable.
-    assert facts["student"] == {"plan": "PermissionError", "submission": "read",
-                                "write_sandbox": False, "kill_pid1": "PermissionError"}
+    assert facts["student"] == {
+        "plan": "PermissionError",
+        "submission": "read",
+        "write_sandbox": False,
+        "kill_pid1": "PermissionError",
+    }
     assert result.stderr_tail == b"done\n"
     assert not (result.timed_out or result.stdout_truncated or result.oom_killed)
 
@@ -224,28 +230,45 @@ def test_a_harness_that_cannot_be_executed_is_reported_not_hidden(
 ) -> None:
     # With init=True the container does start (PID 1 is docker-init), so this is a run whose
     # harness died at once: no output, exit 127, the reason in the stderr tail.
-    result = runner(client, image, ["/no/such/program"]).run(source=SOURCE, filename="autograd_lab.py", plan=PLAN, limits=LIMITS)
+    result = runner(client, image, ["/no/such/program"]).run(
+        source=SOURCE, filename="autograd_lab.py", plan=PLAN, limits=LIMITS
+    )
     assert (result.stdout, result.exit_code, result.timed_out) == (b"", 127, False)
     assert b"/no/such/program" in result.stderr_tail
 
 
-@pytest.mark.skipif(not (SANDBOX_DIR / "harness" / "supervisor.py").exists(),
-                    reason="the real harness (sandbox/harness/supervisor.py) is not written yet")
+@pytest.mark.skipif(
+    not (SANDBOX_DIR / "harness" / "supervisor.py").exists(),
+    reason="the real harness (sandbox/harness/supervisor.py) is not written yet",
+)
 def test_the_real_harness_runs_a_tiny_plan(client: docker.DockerClient, image: str, clean: None) -> None:
     nonce = uuid.uuid4().hex
     plan = {
-        "nonce": nonce, "filename": "autograd_lab.py", "class_name": "Value", "stand_ins": [],
-        "limits": {"probe_seconds": 10, "script_seconds": 10, "budget_seconds": 20,
-                   "output_bytes": 65536, "child_memory_mb": 512},
+        "nonce": nonce,
+        "filename": "autograd_lab.py",
+        "class_name": "Value",
+        "stand_ins": [],
+        "limits": {
+            "probe_seconds": 10,
+            "script_seconds": 10,
+            "budget_seconds": 20,
+            "output_bytes": 65536,
+            "child_memory_mb": 512,
+        },
         "student": {"uid": 10002, "gid": 10002, "reap": True},
         "probes": [{"id": "api", "kind": "api"}],
     }
-    result = runner(client, image).run(source=(REPO / "reference" / "autograd_lab.py").read_bytes(), filename="autograd_lab.py",
-                        plan=json.dumps(plan).encode(), limits=LIMITS)
+    result = runner(client, image).run(
+        source=(REPO / "reference" / "autograd_lab.py").read_bytes(),
+        filename="autograd_lab.py",
+        plan=json.dumps(plan).encode(),
+        limits=LIMITS,
+    )
     assert result.exit_code == 0, result.stderr_tail
     prefix = f"@@AG:{nonce} "
-    records = [json.loads(line[len(prefix):]) for line in result.stdout.decode().splitlines()
-               if line.startswith(prefix)]
+    records = [
+        json.loads(line[len(prefix) :]) for line in result.stdout.decode().splitlines() if line.startswith(prefix)
+    ]
     assert records and records[-1] == {"t": "end"}
     assert any(r.get("t") == "load" and r.get("ok") for r in records), records
 
@@ -253,14 +276,18 @@ def test_the_real_harness_runs_a_tiny_plan(client: docker.DockerClient, image: s
 def test_no_container_or_volume_outlives_the_runs(client: docker.DockerClient, image: str) -> None:
     probe(client, image, "print('once')")
     with pytest.raises(InfraError):
-        runner(client, image).run(source=SOURCE, filename="autograd_lab.py", plan=PLAN,
-                                  limits=Limits(**{**LIMITS.__dict__, "memory_mb": 1}))
+        runner(client, image).run(
+            source=SOURCE, filename="autograd_lab.py", plan=PLAN, limits=Limits(**{**LIMITS.__dict__, "memory_mb": 1})
+        )
     assert leftovers(client) == ([], [])
     if shutil.which("docker"):  # the operator's view of the same thing
         session = next(iter(SESSION.items()))
-        listed = subprocess.run(["docker", "ps", "-a", "-q", "--filter", f"label={LABEL}",
-                                 "--filter", f"label={session[0]}={session[1]}"],
-                                capture_output=True, text=True, check=True)
+        listed = subprocess.run(
+            ["docker", "ps", "-a", "-q", "--filter", f"label={LABEL}", "--filter", f"label={session[0]}={session[1]}"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         assert listed.stdout.strip() == ""
 
 

@@ -30,7 +30,9 @@ def runner() -> CliRunner:
 
 def test_check_writes_html_and_json_and_mentions_hidden_checks(runner: CliRunner, tmp_path: Path) -> None:
     html, results = tmp_path / "feedback.html", tmp_path / "results.json"
-    outcome = runner.invoke(cli, ["check", str(REFERENCE), "--sandbox", "local", "--html", str(html), "--json", str(results)])
+    outcome = runner.invoke(
+        cli, ["check", str(REFERENCE), "--sandbox", "local", "--html", str(html), "--json", str(results)]
+    )
     assert outcome.exit_code == 0, outcome.output
     hidden = sum(1 for c in load_rubric().checks if c.visibility is not Visibility.VISIBLE)
     assert hidden == 21
@@ -79,7 +81,9 @@ def test_rubric_validate_names_a_wrong_literal(runner: CliRunner, tmp_path: Path
 
 
 def test_rubric_validate_reports_a_malformed_rubric(runner: CliRunner, tmp_path: Path) -> None:
-    text = DEFAULT_RUBRIC.read_text(encoding="utf-8").replace("        points: 4\n        probe: part1\n", "        points: four\n        probe: part1\n", 1)
+    text = DEFAULT_RUBRIC.read_text(encoding="utf-8").replace(
+        "        points: 4\n        probe: part1\n", "        points: four\n        probe: part1\n", 1
+    )
     bad = tmp_path / "bad.yaml"
     bad.write_text(text, encoding="utf-8")
     outcome = runner.invoke(cli, ["rubric", "validate", str(bad), "--sandbox", "local"])
@@ -127,7 +131,9 @@ def test_grade_is_reproducible_for_a_seed(runner: CliRunner, tmp_path: Path) -> 
     totals = []
     for run in ("a", "b"):
         out = tmp_path / run
-        outcome = runner.invoke(cli, ["grade", str(submissions), "--out", str(out), "--sandbox", "local", "--seed", "3"])
+        outcome = runner.invoke(
+            cli, ["grade", str(submissions), "--out", str(out), "--sandbox", "local", "--seed", "3"]
+        )
         assert outcome.exit_code == 0, outcome.output
         tests = json.loads((out / "bob_okafor" / "results.json").read_text(encoding="utf-8"))["tests"]
         totals.append([(t["extra_data"]["check_id"], t["score"]) for t in tests])
@@ -137,6 +143,8 @@ def test_grade_is_reproducible_for_a_seed(runner: CliRunner, tmp_path: Path) -> 
 
 def test_grade_rejects_a_folder_without_students(runner: CliRunner, tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
-    outcome = runner.invoke(cli, ["grade", str(tmp_path / "empty"), "--out", str(tmp_path / "out"), "--sandbox", "local"])
+    outcome = runner.invoke(
+        cli, ["grade", str(tmp_path / "empty"), "--out", str(tmp_path / "out"), "--sandbox", "local"]
+    )
     assert outcome.exit_code != 0
     assert "has no student folders" in str(outcome.exception)

@@ -182,8 +182,9 @@ def make_runner(client: FakeClient) -> DockerRunner:
 
 
 def run(client: FakeClient, limits: Limits = LIMITS) -> Any:
-    return make_runner(client).run(source=b"class Value: pass\n", filename="autograd_lab.py",
-                                   plan=b'{"probes": []}', limits=limits)
+    return make_runner(client).run(
+        source=b"class Value: pass\n", filename="autograd_lab.py", plan=b'{"probes": []}', limits=limits
+    )
 
 
 def names(log: list[Any]) -> list[str]:
@@ -227,15 +228,20 @@ def test_container_is_created_with_exactly_the_trust_boundary_settings() -> None
         "shm_size": "8m",
         "log_config": LogConfig(type="json-file", config={"max-size": "1m", "max-file": "1"}),
         "environment": {
-            "HOME": "/tmp", "LANG": "C.UTF-8", "PYTHONHASHSEED": "0",
-            "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MPLBACKEND": "Agg",
+            "HOME": "/tmp",
+            "LANG": "C.UTF-8",
+            "PYTHONHASHSEED": "0",
+            "OPENBLAS_NUM_THREADS": "1",
+            "OMP_NUM_THREADS": "1",
+            "MPLBACKEND": "Agg",
         },
         "stop_signal": "SIGKILL",
         "tty": False,
         "stdin_open": False,
     }
     assert client.volume_kwargs == {
-        "name": volume, "driver": "local",
+        "name": volume,
+        "driver": "local",
         "labels": {"autograd-grader": "1", "autograd-grader.run": run_id},
     }
 

@@ -24,8 +24,10 @@ from sandbox.harness import mutation
 REPO = Path(__file__).resolve().parents[2]
 REFERENCE = REPO / "reference" / "autograd_lab.py"
 REFERENCE_SOURCE = REFERENCE.read_text(encoding="utf-8")
-CHECKS_BANNER = "# ----------------------------------------------------------------------------------------\n# The lab's checks"
-BACKWARD_DOC = "        \"\"\"Seed dL/dL = 1 and run every node's local rule in reverse topological order.\"\"\"\n"
+CHECKS_BANNER = (
+    "# ----------------------------------------------------------------------------------------\n# The lab's checks"
+)
+BACKWARD_DOC = '        """Seed dL/dL = 1 and run every node\'s local rule in reverse topological order."""\n'
 
 
 @pytest.fixture(scope="module")
@@ -67,11 +69,21 @@ def test_reference_scores_full_marks(rubric: Rubric, runner: LocalRunner) -> Non
     assert result.status is Status.GRADED, result.status_detail
     assert result.score == 100 and result.max_score == 100
     assert failed_ids(result) == []
-    assert (result.load.ok, result.load.mode, result.load.class_name, result.load.notices) == (True, "full", "Value", ())
+    assert (result.load.ok, result.load.mode, result.load.class_name, result.load.notices) == (
+        True,
+        "full",
+        "Value",
+        (),
+    )
     assert (result.runner, result.seed, result.rubric_sha) == ("local", 7, rubric.sha256)
     assert all(c.instances_passed == c.instances_total for c in result.checks)
     assert {s.tag: s.points for s in result.sections} == {
-        "api": 10, "part1_trace": 25, "a6_parity": 15, "reuse": 15, "bug_injection": 15, "finite_difference": 20,
+        "api": 10,
+        "part1_trace": 25,
+        "a6_parity": 15,
+        "reuse": 15,
+        "bug_injection": 15,
+        "finite_difference": 20,
     }
     # Step 5 in the sandbox: with += turned into = in __mul__'s backward, the reference's own
     # reuse check fails, which is what bug.step5 rewards.
@@ -90,7 +102,9 @@ def test_syntax_error_scores_zero_with_the_line(tmp_path: Path, rubric: Rubric, 
     assert all(c.outcome is Outcome.NOT_RUN for c in result.checks)
 
 
-def test_top_level_code_that_raises_is_skipped_and_the_engine_graded(tmp_path: Path, rubric: Rubric, runner: LocalRunner) -> None:
+def test_top_level_code_that_raises_is_skipped_and_the_engine_graded(
+    tmp_path: Path, rubric: Rubric, runner: LocalRunner
+) -> None:
     source = edited(CHECKS_BANNER, "demo = Value(2.0) * 3\nraise RuntimeError('demo crashed')\n\n" + CHECKS_BANNER)
     line = source.splitlines().index("raise RuntimeError('demo crashed')") + 1
     result = grade(submit(tmp_path, source), rubric, runner)
@@ -124,16 +138,30 @@ def test_graphviz_import_gets_a_stand_in(tmp_path: Path, rubric: Rubric, runner:
     if importlib.util.find_spec("graphviz") is not None:
         pytest.skip("graphviz is installed here, so no stand-in is needed")
     source = edited("import math\n", "import math\n\nimport graphviz\n")
-    source = edited(CHECKS_BANNER, "def draw(root):\n    dot = graphviz.Digraph(format='svg')\n    dot.node(str(id(root)), label=repr(root))\n    return dot\n\n\n" + CHECKS_BANNER, source)
-    source = edited("    check_part1_graph()\n", "    check_part1_graph()\n    draw(Value(1.0) * 2).render('graph')\n", source)
+    source = edited(
+        CHECKS_BANNER,
+        "def draw(root):\n    dot = graphviz.Digraph(format='svg')\n"
+        "    dot.node(str(id(root)), label=repr(root))\n    return dot\n\n\n"
+        + CHECKS_BANNER,
+        source,
+    )
+    source = edited(
+        "    check_part1_graph()\n", "    check_part1_graph()\n    draw(Value(1.0) * 2).render('graph')\n", source
+    )
     result = grade(submit(tmp_path, source), rubric, runner)
     assert result.status is Status.GRADED and result.score == 100
-    assert any("'graphviz' is not installed in the grader; an inert stand-in was used" in n for n in result.load.notices)
+    assert any(
+        "'graphviz' is not installed in the grader; an inert stand-in was used" in n for n in result.load.notices
+    )
 
 
 def test_endless_backward_times_out_and_keeps_api_points(tmp_path: Path) -> None:
     text = DEFAULT_RUBRIC.read_text(encoding="utf-8")
-    for old, new in (("wall_seconds: 60 ", "wall_seconds: 12 "), ("probe_seconds: 2 ", "probe_seconds: 1 "), ("script_seconds: 10 ", "script_seconds: 3 ")):
+    for old, new in (
+        ("wall_seconds: 60 ", "wall_seconds: 12 "),
+        ("probe_seconds: 2 ", "probe_seconds: 1 "),
+        ("script_seconds: 10 ", "script_seconds: 3 "),
+    ):
         text = edited(old, new, text)
     (tmp_path / "fast.yaml").write_text(text, encoding="utf-8")
     fast = load_rubric(tmp_path / "fast.yaml")
@@ -213,8 +241,11 @@ def test_mutation_not_applicable_when_mul_already_assigns() -> None:
     mutated, _ = mutation.apply(ast.parse(REFERENCE_SOURCE), mutation.STEP5, "Value")
     with pytest.raises(mutation.NotApplicable, match="no backward function containing"):
         mutation.apply(ast.parse(ast.unparse(mutated)), mutation.STEP5, "Value")
-    assigns = edited("            self.grad += other.data * out.grad\n            other.grad += self.data * out.grad\n",
-                     "            self.grad = self.grad + other.data * out.grad\n            other.grad = other.grad + self.data * out.grad\n")
+    assigns = edited(
+        "            self.grad += other.data * out.grad\n            other.grad += self.data * out.grad\n",
+        "            self.grad = self.grad + other.data * out.grad\n"
+        "            other.grad = other.grad + self.data * out.grad\n",
+    )
     with pytest.raises(mutation.NotApplicable):
         mutation.apply(ast.parse(assigns), mutation.STEP5, "Value")
 
@@ -223,10 +254,20 @@ def test_mutation_not_applicable_when_mul_already_assigns() -> None:
     ("source", "class_name", "edit", "message"),
     [
         (REFERENCE_SOURCE, "Scalar", mutation.STEP5, "class Scalar has no __mul__ method"),
-        ("class Value:\n    def __add__(self, other):\n        return self\n", "Value", mutation.STEP5, "has no __mul__"),
+        (
+            "class Value:\n    def __add__(self, other):\n        return self\n",
+            "Value",
+            mutation.STEP5,
+            "has no __mul__",
+        ),
         (REFERENCE_SOURCE, "Value", "add_backward_assign", "unknown edit"),
         # += directly in __mul__ (not in its backward closure) is not the Step-5 edit.
-        ("class Value:\n    def __mul__(self, other):\n        self.grad += 1\n        return self\n", "Value", mutation.STEP5, "no backward function"),
+        (
+            "class Value:\n    def __mul__(self, other):\n        self.grad += 1\n        return self\n",
+            "Value",
+            mutation.STEP5,
+            "no backward function",
+        ),
     ],
 )
 def test_mutation_not_applicable(source: str, class_name: str, edit: str, message: str) -> None:

@@ -69,7 +69,9 @@ def test_compile_valid_steps(text: str, step: list[Any]) -> None:
 
 
 def test_compile_chains_names_and_keeps_order() -> None:
-    steps = compile_steps(["a", "b", "c", "d"], ["n1 = a * b", "n2 = n1 + c", "n3 = relu(d)", "L = n2 * n3", "backward(L)"])
+    steps = compile_steps(
+        ["a", "b", "c", "d"], ["n1 = a * b", "n2 = n1 + c", "n3 = relu(d)", "L = n2 * n3", "backward(L)"]
+    )
     assert [s[0] for s in steps] == ["n1", "n2", "n3", "L", ""]
     assert steps[3] == ["L", "mul", "n2", "n3"]
     # Numbers in the steps are floats, so the plan JSON never mixes 1 and 1.0.
@@ -116,7 +118,9 @@ def test_backward_of_a_number_is_rejected() -> None:
 
 
 def test_describe_reads_like_student_code() -> None:
-    text = describe(program({"a": 2.0, "b": 3.0}, ["n = a * b", "r = relu(n)", "m = -r", "backward(m)", "w = sgd(a, 0.1)"]))
+    text = describe(
+        program({"a": 2.0, "b": 3.0}, ["n = a * b", "r = relu(n)", "m = -r", "backward(m)", "w = sgd(a, 0.1)"])
+    )
     assert text.splitlines() == [
         "a = Value(2.0)",
         "b = Value(3.0)",
@@ -142,7 +146,10 @@ def test_consumers_and_root() -> None:
 
 
 def test_evaluate_part1_by_hand() -> None:
-    p = program({"a": 2.0, "b": 3.0, "c": 1.0, "d": 1.5}, ["n1 = a * b", "n2 = n1 + c", "n3 = relu(d)", "L = n2 * n3", "backward(L)"])
+    p = program(
+        {"a": 2.0, "b": 3.0, "c": 1.0, "d": 1.5},
+        ["n1 = a * b", "n2 = n1 + c", "n3 = relu(d)", "L = n2 * n3", "backward(L)"],
+    )
     values = evaluate(p)
     assert (values["n1"], values["n2"], values["n3"], values["L"]) == (6.0, 7.0, 1.5, 10.5)
     assert evaluate(p, {"a": 1.0, "b": 1.0, "c": 1.0, "d": -2.0})["L"] == 0.0
@@ -239,8 +246,11 @@ def test_plan_header(rubric) -> None:
     assert body["nonce"] == NONCE
     assert (body["filename"], body["class_name"]) == ("autograd_lab.py", "Value")
     assert body["limits"] == {
-        "probe_seconds": 2.0, "script_seconds": 10.0, "budget_seconds": 52.0,
-        "output_bytes": 16 * 1024, "child_memory_mb": 256,
+        "probe_seconds": 2.0,
+        "script_seconds": 10.0,
+        "budget_seconds": 52.0,
+        "output_bytes": 16 * 1024,
+        "child_memory_mb": 256,
     }
     assert body["student"] == {"uid": 10002, "gid": 10002, "reap": False}
     assert [p["id"] for p in body["probes"]][:2] == ["api", "part1"]
@@ -351,7 +361,7 @@ def test_fd_programs_use_a_scaled_upstream_and_an_accumulation_harness(rubric) -
         probe = rubric.probes[probe_id]
         programs = plan.probe(probe_id).programs
         assert len(programs) == 2 * probe.instances, probe_id
-        for scaled, accumulated in zip(programs[0::2], programs[1::2]):
+        for scaled, accumulated in zip(programs[0::2], programs[1::2], strict=True):
             assert scaled["leaves"] == accumulated["leaves"]
             assert scaled["steps"][0] == accumulated["steps"][0]
             assert scaled["steps"][0][0] == "o"
@@ -385,8 +395,11 @@ def test_fd_points_avoid_the_places_bugs_hide(rubric) -> None:
                     assert abs(p["leaves"]["y"]) >= 0.5
                 if probe.op == "rdiv":
                     assert abs(x) >= 0.5
-                if probe.op == "log" or (probe.op == "pow" and probe.exponent is not None
-                                         and (probe.exponent < 0 or probe.exponent != int(probe.exponent))):
+                if probe.op == "log" or (
+                    probe.op == "pow"
+                    and probe.exponent is not None
+                    and (probe.exponent < 0 or probe.exponent != int(probe.exponent))
+                ):
                     assert x > 0, (probe_id, x)
 
 

@@ -49,7 +49,13 @@ def parse(plan: Plan, *lines: bytes) -> HarnessReport:
 
 
 def test_a_valid_run_is_read(plan: Plan) -> None:
-    report = parse(plan, line(LOAD), line(obs("part1", PART1_OBS)), line({"t": "probe_end", "probe": "part1", "status": "ok", "elapsed": 0.2}), line({"t": "end"}))
+    report = parse(
+        plan,
+        line(LOAD),
+        line(obs("part1", PART1_OBS)),
+        line({"t": "probe_end", "probe": "part1", "status": "ok", "elapsed": 0.2}),
+        line({"t": "end"}),
+    )
     assert report.load is not None and report.load["ok"] is True and report.load["class_name"] == "Value"
     assert report.probes["part1"].final[0] == PART1_OBS
     assert report.probes["part1"].end is not None and report.probes["part1"].end["status"] == "ok"
@@ -76,7 +82,7 @@ def test_lines_without_this_runs_nonce_are_ignored(plan: Plan, forged: bytes) ->
 
 
 def test_forged_end_and_load_without_nonce_do_not_count(plan: Plan) -> None:
-    report = parse(plan, json.dumps(LOAD).encode(), b'{"t": "end"}', b"@@AG:x {\"t\": \"end\"}")
+    report = parse(plan, json.dumps(LOAD).encode(), b'{"t": "end"}', b'@@AG:x {"t": "end"}')
     assert report.load is None and not report.complete
     assert report.dropped == 3
 
@@ -161,7 +167,11 @@ def test_records_that_do_not_fit_the_plan_are_dropped(plan: Plan, record: dict[s
 def test_program_indices_follow_each_probes_program_count(plan: Plan) -> None:
     count = len(plan.probe("fd_add").programs)
     assert count == 16
-    report = parse(plan, line(obs("fd_add", {"x.data": 1.0}, program=count - 1)), line(obs("fd_add", {"x.data": 1.0}, program=count)))
+    report = parse(
+        plan,
+        line(obs("fd_add", {"x.data": 1.0}, program=count - 1)),
+        line(obs("fd_add", {"x.data": 1.0}, program=count)),
+    )
     assert list(report.probes["fd_add"].final) == [count - 1]
     assert report.dropped == 1
 
@@ -192,7 +202,16 @@ def test_observations_fall_back_from_final_to_error_to_forward(plan: Plan) -> No
     report = parse(
         plan,
         line(obs("part1_random", {"n1.data": 1.0}, program=0, phase="forward")),
-        line({"t": "err", "probe": "part1_random", "program": 1, "stage": "L.backward()", "error": {"type": "KeyError", "line": 12}, "obs": {"n1.data": 2.0}}),
+        line(
+            {
+                "t": "err",
+                "probe": "part1_random",
+                "program": 1,
+                "stage": "L.backward()",
+                "error": {"type": "KeyError", "line": 12},
+                "obs": {"n1.data": 2.0},
+            }
+        ),
         line(obs("part1_random", {"n1.data": 3.0}, program=2)),
         line(obs("part1_random", {"n1.data": 4.0}, program=2, phase="forward")),
     )
@@ -202,7 +221,10 @@ def test_observations_fall_back_from_final_to_error_to_forward(plan: Plan) -> No
 
 
 def test_values_are_normalised(plan: Plan) -> None:
-    report = parse(plan, line(obs("part1", {"a": 3, "b": True, "c": "op", "d": {"nonfinite": "nan"}, "e": ["x", "y"], "f": 10**400})))
+    report = parse(
+        plan,
+        line(obs("part1", {"a": 3, "b": True, "c": "op", "d": {"nonfinite": "nan"}, "e": ["x", "y"], "f": 10**400})),
+    )
     got = report.probes["part1"].final[0]
     assert got["a"] == 3.0 and type(got["a"]) is float  # ints become floats
     assert got["b"] is True  # a bool stays a bool, it is not 1.0
@@ -211,7 +233,13 @@ def test_values_are_normalised(plan: Plan) -> None:
 
 
 def test_load_fields_are_sanitised(plan: Plan) -> None:
-    record = {**LOAD, "ok": "yes", "extra_args": ["label", 5], "notices": ["n" * 1000, 7], "error": {"type": "X", "line": True}}
+    record = {
+        **LOAD,
+        "ok": "yes",
+        "extra_args": ["label", 5],
+        "notices": ["n" * 1000, 7],
+        "error": {"type": "X", "line": True},
+    }
     report = parse(plan, line(record))
     assert report.load is not None
     assert report.load["ok"] is False  # only a JSON true counts
@@ -249,7 +277,9 @@ def _single(rubric, plan: Plan, check_id: str) -> Plan:
         ('{"bad": "Value"}', "not a float (Value)"),
     ],
 )
-def test_a_non_float_observation_never_passes(rubric, plan: Plan, check_id: str, key: str, raw: str, shown: str) -> None:
+def test_a_non_float_observation_never_passes(
+    rubric, plan: Plan, check_id: str, key: str, raw: str, shown: str
+) -> None:
     small = _single(rubric, plan, check_id)
     check = small.checks[0]
     expected = compute_expected(small, class_name="Value")
@@ -278,8 +308,13 @@ def test_a_non_float_observation_never_passes(rubric, plan: Plan, check_id: str,
 def test_missing_observations_are_explained(rubric, plan: Plan) -> None:
     small = _single(rubric, plan, "part1.leaf_grads")
     expected = compute_expected(small, class_name="Value")
-    report = parse(small, line(LOAD), line(obs("part1", PART1_OBS, phase="forward")),
-                   line({"t": "probe_end", "probe": "part1", "status": "timeout"}), line({"t": "end"}))
+    report = parse(
+        small,
+        line(LOAD),
+        line(obs("part1", PART1_OBS, phase="forward")),
+        line({"t": "probe_end", "probe": "part1", "status": "timeout"}),
+        line({"t": "end"}),
+    )
     (result,) = judge(rubric, small, expected, report)
     assert result.outcome is Outcome.TIMEOUT and result.points == 0
     assert "time limit during backward()" in result.message
