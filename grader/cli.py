@@ -121,6 +121,7 @@ def rubric() -> None:
 @sandbox_option
 def rubric_validate(path: str | None, sandbox: str) -> None:
     """Prove the reference gets full marks and every literal agrees with the reference."""
+    from .diagnose import MUTATION_SECTION
     from .validate import validate_rubric
 
     loaded = _rubric(path)
@@ -143,6 +144,18 @@ def rubric_validate(path: str | None, sandbox: str) -> None:
         click.echo(f"  {section.tag:20s} {section.points:g}/{section.max_points:g}")
     for failed in [c for c in ref.checks if not c.passed]:
         click.echo(f"  FAILED {failed.check_id}: {failed.message}")
+    matrix = outcome.matrix
+    click.echo(
+        f"\nKill matrix: each catalogue bug injected into the reference (rows) against each section (K = caught; "
+        f"{MUTATION_SECTION} = the reference's own checks):"
+    )
+    click.echo(matrix.render())
+    for blind in matrix.blind_spots:
+        click.echo(f"  BLIND SPOT {blind}: no section catches this bug")
+    click.echo(
+        f"{len(matrix.rows)} mutants, {len(matrix.blind_spots)} survive every section, "
+        f"{len(matrix.not_applicable)} not applicable to the reference."
+    )
     if not outcome.ok:
         raise click.ClickException("the rubric is not valid")
     click.echo("Rubric is valid.")

@@ -8,16 +8,19 @@ from __future__ import annotations
 import importlib.util
 import secrets
 import time
+from dataclasses import replace
 from pathlib import Path
 
+from .diagnose import diagnose
 from .errors import InfraError
 from .expected import compute_expected
 from .judge import judge
 from .plan import Plan, build_plan
 from .protocol import HarnessReport, parse_output
-from .results import CheckResult, LoadReport, Outcome, SectionResult, Status, SubmissionResult
+from .results import CheckResult, Diagnosis, LoadReport, Outcome, SectionResult, Status, SubmissionResult
 from .rubric import Rubric
 from .runners.base import Limits, RawRun, Runner
+from .step5_note import Step5Note, find_note
 
 INFRA_RETRIES = 1
 
@@ -86,6 +89,9 @@ def grade_submission(
     report = parse_output(raw.stdout, nonce=nonce, plan=plan)
     checks = judge(rubric, plan, expected, report)
     status, detail = _status(raw, report, checks)
+    diagnoses = diagnose(rubric, plan, expected, report, checks) if report.load and report.load.get("ok") else ()
+    checks = _with_misconceptions(checks, diagnoses)
+    note = find_note(importlib.util.decode_source(source))
     if status is Status.INFRA_ERROR:
         return _without_run(
             rubric,
@@ -113,7 +119,18 @@ def grade_submission(
         started,
         hidden_not_run,
         visible_only,
+        diagnoses=diagnoses,
+        note=note,
     )
+
+
+def _with_misconceptions(checks: list[CheckResult], diagnoses: tuple[Diagnosis, ...]) -> list[CheckResult]:
+    """Each failing check a diagnosis explains carries its misconception, with where to read more."""
+    named: dict[str, str] = {}
+    for found in diagnoses:
+        for check_id in found.checks:
+            named.setdefault(check_id, f"{found.misconception} See {found.handout}.")
+    return [replace(c, misconception=named[c.check_id]) if c.check_id in named else c for c in checks]
 
 
 def _run_with_retry(runner: Runner, rubric: Rubric, plan: Plan, source: bytes) -> tuple[RawRun, str]:
@@ -201,8 +218,12 @@ def _assemble(
     started: float,
     hidden_not_run: int,
     visible_only: bool,
+    *,
+    diagnoses: tuple[Diagnosis, ...],
+    note: Step5Note,
 ) -> SubmissionResult:
     sections = _sections(rubric, checks, plan)
+    review = [] if note.complete or not load.ok else [note.summary()]
     return SubmissionResult(
         student=student,
         filename=rubric.filename,
@@ -221,6 +242,9 @@ def _assemble(
         execution_time=round(time.monotonic() - started, 3),
         visible_only=visible_only,
         hidden_not_run=hidden_not_run,
+        diagnoses=diagnoses,
+        step5_note=note.summary() if load.ok else "",
+        review=tuple(review),
     )
 
 

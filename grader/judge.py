@@ -14,11 +14,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .expected import Expected, math_expected
+from .mutate import BY_ID, CATALOGUE, FAMILIES, FORCED_FAIL, INFO
 from .plan import Plan, PlannedProbe
 from .program import consumers, describe
 from .protocol import HarnessReport, ProbeReport
 from .results import CheckResult, Comparison, Outcome, Visibility
-from .rubric import Check, Rubric, Tolerance
+from .rubric import MUTATION_COMPARES, Check, Rubric, Tolerance
 
 OP_SYNONYMS = {
     "+": {"+", "add", "plus"},
@@ -200,37 +201,135 @@ def _engine(ctx: _Context, index: int) -> _Verdict:
     return _Verdict(all(r.ok for r in rows), rows)
 
 
-def _script(ctx: _Context, index: int) -> _Verdict:
-    script = ctx.report.script
-    want_fail = ctx.check.compare == "script_fails"
-    if script is None:
-        reason = _missing_reason(ctx, 0)
-        if reason.kind == "timeout":
-            reason.problem = "your checks did not finish within the time limit" + (
-                " (a timeout is not counted as catching the bug)" if want_fail else ""
-            )
-        return reason
-    outcome = script["outcome"]
-    if outcome == "not_applicable":
-        return _Verdict(False, problem=f"The Step-5 edit could not be applied: {script['reason']}.", kind="not_run")
+def _failure_words(script: dict[str, Any]) -> str:
     where = f" at line {script['line']}" if script.get("line") else ""
-    failure = f"{script['exception']}{where}" + (f": {script['message']}" if script["message"] else "")
-    if want_fail:
-        lines = ", ".join(str(n) for n in script.get("edited_lines", []))
-        if outcome == "failed":
-            return _Verdict(
-                True,
-                [Comparison("your checks on the edited engine", "fail", f"failed ({failure})", True)],
-                problem=f"edited line(s) {lines}",
-            )
-        return _Verdict(
-            False,
-            [Comparison("your checks on the edited engine", "fail", "passed", False)],
-            problem=f"With += turned into = in __mul__'s backward (line(s) {lines}), your checks still pass.",
-        )
+    return f"{script.get('exception') or 'failed'}{where}" + (f": {script['message']}" if script.get("message") else "")
+
+
+def _mutation_record(ctx: _Context, name: str) -> dict[str, Any] | None:
+    return ctx.report.mutants.get(name, {}).get("script")
+
+
+def _unreported(ctx: _Context) -> _Verdict:
+    clean = _mutation_record(ctx, "clean")
+    if clean is not None and clean["outcome"] != "passed":
+        return _Verdict(False, problem="not run: your own checks must pass on your engine first", kind="not_run")
+    reason = _missing_reason(ctx, 0)
+    if reason.kind == "error" and ctx.report.end and ctx.report.end.get("status") == "ok":
+        reason = _Verdict(False, problem="not run: the grading time budget ran out", kind="not_run")
+    return reason
+
+
+def _checks_pass(ctx: _Context, index: int) -> _Verdict:
+    script = _mutation_record(ctx, "clean")
+    if script is None:
+        return _missing_reason(ctx, 0)
+    outcome = script["outcome"]
     if outcome == "passed":
         return _Verdict(True, [Comparison("python autograd_lab.py", "runs clean", "runs clean", True)])
-    return _Verdict(False, [Comparison("python autograd_lab.py", "runs clean", f"failed: {failure}", False)])
+    if outcome == "timeout":
+        return _Verdict(False, problem="your checks did not finish within the time limit", kind="timeout")
+    got = _failure_words(script) if outcome == "failed" else script.get("message") or outcome
+    return _Verdict(
+        False,
+        [Comparison("python autograd_lab.py", "runs clean", f"failed: {got}", False)],
+        problem="Your checks fail on your own engine, so no bug they report can be trusted: "
+        "the bug-injection credit needs them to pass first.",
+    )
+
+
+def _mutant_killed(ctx: _Context, index: int) -> _Verdict:
+    name = ctx.check.mutant or ""
+    script = _mutation_record(ctx, name)
+    if script is None:
+        return _unreported(ctx)
+    summary = BY_ID[name].summary
+    lines = ", ".join(str(n) for n in script.get("lines", []))
+    edited = f" (line(s) {lines})" if lines else ""
+    outcome = script["outcome"]
+    if outcome == "not_applicable":
+        return _Verdict(
+            False, problem=f"The edit ({summary}) could not be applied: {script['reason']}.", kind="not_run"
+        )
+    if outcome in ("failed", "crashed"):
+        got = _failure_words(script) if outcome == "failed" else script.get("message", "crashed")
+        return _Verdict(True, [Comparison(f"your checks with {summary}{edited}", "fail", f"failed ({got})", True)])
+    if outcome == "timeout":
+        return _Verdict(
+            False,
+            [Comparison(f"your checks with {summary}{edited}", "fail", "did not finish", False)],
+            problem=f"With {summary}{edited}, your checks ran past {script.get('limit', 0):g} s: "
+            "a timeout is not counted as catching the bug.",
+            kind="timeout",
+        )
+    if outcome == "not_run":
+        return _Verdict(False, problem="not run: the grading time budget ran out", kind="not_run")
+    if name == FORCED_FAIL:
+        problem = (
+            "Even with every method of your class raising an error, `python autograd_lab.py` passes: "
+            "your checks never exercise this engine, so they cannot catch any bug in it."
+        )
+    else:
+        problem = f"With {summary}{edited}, `python autograd_lab.py` still passes."
+    return _Verdict(
+        False, [Comparison(f"your checks with {summary}{edited}", "fail", "passed", False)], problem=problem
+    )
+
+
+def _score_verdicts(ctx: _Context) -> tuple[list[_Verdict], list[str]]:
+    """Verdicts (one per counted mutant) and the lines explaining the score."""
+    mutants = ctx.report.mutants
+    if not mutants or _mutation_record(ctx, "clean") is None or mutants["clean"]["script"]["outcome"] != "passed":
+        return [_unreported(ctx)], []
+    killed: list[str] = []
+    survived: list[str] = []
+    timeouts: list[str] = []
+    equivalent: list[str] = []
+    absent: list[str] = []
+    for op in CATALOGUE:
+        record = mutants.get(op.id)
+        if record is None or "script" not in record:
+            continue
+        outcome = record["script"]["outcome"]
+        if outcome == "not_applicable":
+            absent.append(op.id)
+        elif outcome == "not_run":
+            continue
+        elif not record.get("oracle", {}).get("differs"):
+            equivalent.append(op.id)  # the grader cannot tell it apart either: not counted
+        elif outcome == "timeout":
+            timeouts.append(op.id)
+        elif outcome in ("failed", "crashed"):
+            killed.append(op.id)
+        else:
+            survived.append(op.id)
+    counted = killed + survived
+    if not counted:
+        why = "none of the catalogue's bugs changed what the grader observes of your engine"
+        return [_Verdict(False, problem=f"No mutation score: {why}.", kind="not_run")], []
+    verdicts = [_Verdict(True) for _ in killed] + [_Verdict(False) for _ in survived]
+    notes = [f"Your checks caught {len(killed)} of the {len(counted)} injected bugs that the grader's checks detect."]
+    families: dict[str, list[str]] = {}
+    for op_id in survived:
+        families.setdefault(BY_ID[op_id].family, []).append(op_id)
+    for family, ids in families.items():
+        names = "; ".join(BY_ID[i].summary for i in ids)
+        notes.append(
+            f"Not caught ({family}, {FAMILIES[family]}): {names}. A check that would: {INFO[ids[0]].example_check}"
+        )
+    if timeouts:
+        notes.append(
+            f"{len(timeouts)} bug(s) made your checks run past the time limit; a timeout is not a catch and they "
+            "were not counted: " + "; ".join(BY_ID[i].summary for i in timeouts) + "."
+        )
+    if equivalent:
+        notes.append(
+            f"{len(equivalent)} edit(s) did not change your engine's behaviour on the grader's checks "
+            "and were not counted."
+        )
+    if absent:
+        notes.append(f"{len(absent)} edit(s) had no target in your code (written differently) and were not counted.")
+    return verdicts, notes
 
 
 COMPARERS: dict[str, Callable[[_Context, int], _Verdict]] = {
@@ -239,8 +338,8 @@ COMPARERS: dict[str, Callable[[_Context, int], _Verdict]] = {
     "schedule": _schedule,
     "api": _api,
     "engine": _engine,
-    "script_passes": _script,
-    "script_fails": _script,
+    "checks_pass": _checks_pass,
+    "mutant_killed": _mutant_killed,
 }
 
 
@@ -260,6 +359,7 @@ def judge(rubric: Rubric, plan: Plan, expected: Expected, report: HarnessReport)
             check, probe, report.probe(probe.id), expected, rubric.tolerances[check.tolerance], load, rubric.class_name
         )
         blocked = [r for r in check.requires if r in results and not results[r].passed]
+        notes: list[str] = []
         if not load.get("ok"):
             verdicts = [_Verdict(False, problem="not run: the file could not be loaded", kind="not_run")]
         elif blocked:
@@ -267,9 +367,13 @@ def judge(rubric: Rubric, plan: Plan, expected: Expected, report: HarnessReport)
                 _Verdict(False, problem=f"no credit until '{rubric.check(blocked[0]).title}' passes", kind="not_run")
             ]
         else:
-            count = 1 if check.compare in ("api", "engine", "script_passes", "script_fails") else len(probe.programs)
-            verdicts = [COMPARERS[check.compare](ctx, i) for i in range(count)]
-        results[check.id] = _result(check, probe, verdicts, ctx)
+            if check.compare == "mutation_score":
+                verdicts, notes = _score_verdicts(ctx)
+            else:
+                single = check.compare in ("api", "engine", *MUTATION_COMPARES)
+                count = 1 if single else len(probe.programs)
+                verdicts = [COMPARERS[check.compare](ctx, i) for i in range(count)]
+        results[check.id] = _result(check, probe, verdicts, ctx, notes)
     return [results[c.id] for c in plan.checks]
 
 
@@ -277,7 +381,9 @@ def judge(rubric: Rubric, plan: Plan, expected: Expected, report: HarnessReport)
 _CAUSES = (("timeout", Outcome.TIMEOUT), ("error", Outcome.ERROR), ("not_run", Outcome.NOT_RUN))
 
 
-def _result(check: Check, probe: PlannedProbe, verdicts: list[_Verdict], ctx: _Context) -> CheckResult:
+def _result(
+    check: Check, probe: PlannedProbe, verdicts: list[_Verdict], ctx: _Context, notes: list[str]
+) -> CheckResult:
     passed = sum(v.ok for v in verdicts)
     total = len(verdicts)
     if passed == total:
@@ -294,14 +400,16 @@ def _result(check: Check, probe: PlannedProbe, verdicts: list[_Verdict], ctx: _C
     if visible and probe.programs:
         bad_index = verdicts.index(first_bad) if first_bad in verdicts else 0
         built = describe(probe.programs[min(bad_index, len(probe.programs) - 1)])
-    message = _message(check, verdicts, first_bad, visible)
+    message = notes[0] if notes else _message(check, verdicts, first_bad, visible)
     comparisons: tuple[Comparison, ...] = ()
     if visible and first_bad is not None:
         comparisons = tuple(first_bad.comparisons)
     elif visible and verdicts:
         comparisons = tuple(verdicts[0].comparisons)
     output = ""
-    if visible and ctx.report.end:
+    if visible and check.compare == "checks_pass":
+        output = (_mutation_record(ctx, "clean") or {}).get("output", "")
+    elif visible and ctx.report.end:
         output = ctx.report.end.get("output", "")
     return CheckResult(
         check_id=check.id,
@@ -318,6 +426,7 @@ def _result(check: Check, probe: PlannedProbe, verdicts: list[_Verdict], ctx: _C
         output=output,
         instances_passed=passed,
         instances_total=total,
+        notes=tuple(notes[1:]),
     )
 
 

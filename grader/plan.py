@@ -15,6 +15,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from sandbox.harness.mutate import CATALOGUE
+
 from .program import Program, compile_steps, evaluate, relu_inputs
 from .rubric import Check, Probe, Rubric
 
@@ -52,14 +54,16 @@ class PlannedProbe:
     id: str
     kind: str
     programs: tuple[Program, ...] = ()
-    edit: str | None = None
+    mutants: tuple[str, ...] = ()  # mutation probes: mutants to run, in order
+    oracle: tuple[str, ...] = ()  # mutation probes: program probes that tell a mutant apart
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"id": self.id, "kind": self.kind}
         if self.kind in ("program",):
             out["programs"] = list(self.programs)
-        if self.edit:
-            out["edit"] = self.edit
+        if self.kind == "mutation":
+            out["mutants"] = list(self.mutants)
+            out["oracle"] = list(self.oracle)
         return out
 
 
@@ -107,8 +111,18 @@ def build_plan(rubric: Rubric, *, seed: int, visible_only: bool) -> Plan:
     for check in checks:
         if check.probe not in needed:
             needed.append(check.probe)
-    probes = tuple(_expand(rubric.probes[name], seed) for name in needed)
-    return Plan(seed=seed, probes=probes, checks=checks)
+    expanded = [_expand(rubric.probes[name], seed) for name in needed]
+    # Mutation probes run last: the rest of the grade never waits on them, and they reuse the
+    # plan's programs as the grader's own checks.
+    oracle = tuple(p.id for p in expanded if p.kind == "program")
+    probes = [p for p in expanded if p.kind != "mutation"]
+    for probe in (p for p in expanded if p.kind == "mutation"):
+        named = [c.mutant for c in checks if c.probe == probe.id and c.mutant]
+        wanted = rubric.probes[probe.id].mutants or tuple(op.id for op in CATALOGUE)
+        probes.append(
+            PlannedProbe(probe.id, "mutation", mutants=tuple(dict.fromkeys([*named, *wanted])), oracle=oracle)
+        )
+    return Plan(seed=seed, probes=tuple(probes), checks=checks)
 
 
 def _rng(seed: int, probe_id: str) -> random.Random:
@@ -117,8 +131,8 @@ def _rng(seed: int, probe_id: str) -> random.Random:
 
 
 def _expand(probe: Probe, seed: int) -> PlannedProbe:
-    if probe.kind in ("api", "script"):
-        return PlannedProbe(probe.id, probe.kind, edit=probe.edit)
+    if probe.kind in ("api", "mutation"):
+        return PlannedProbe(probe.id, probe.kind)
     rng = _rng(seed, probe.id)
     if probe.kind == "program":
         steps = compile_steps([leaf.name for leaf in probe.leaves], probe.steps)

@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from .plan import Plan
+from .plan import Plan, PlannedProbe
 
 MAX_LINE = 1024 * 1024
 MAX_TEXT = 400
@@ -22,7 +22,7 @@ class ProbeReport:
     forward: dict[int, dict[str, Any]] = field(default_factory=dict)
     final: dict[int, dict[str, Any]] = field(default_factory=dict)
     errors: dict[int, dict[str, Any]] = field(default_factory=dict)
-    script: dict[str, Any] | None = None
+    mutants: dict[str, dict[str, Any]] = field(default_factory=dict)  # mutation probes, by mutant id
     end: dict[str, Any] | None = None
 
     def observations(self, index: int) -> dict[str, Any]:
@@ -95,7 +95,7 @@ def _text(value: Any, limit: int = MAX_TEXT) -> str:
 
 def parse_output(stdout: bytes, *, nonce: str, plan: Plan) -> HarnessReport:
     prefix = f"@@AG:{nonce} ".encode()
-    programs = {p.id: len(p.programs) for p in plan.probes}
+    planned = {p.id: p for p in plan.probes}
     report = HarnessReport(load=None, probes={}, complete=False, dropped=0, duplicates=0)
     for line in stdout.split(b"\n"):
         if not line.startswith(prefix):
@@ -110,12 +110,12 @@ def parse_output(stdout: bytes, *, nonce: str, plan: Plan) -> HarnessReport:
         except (ValueError, RecursionError, UnicodeDecodeError):
             report.dropped += 1
             continue
-        if not isinstance(record, dict) or not _accept(record, report, programs):
+        if not isinstance(record, dict) or not _accept(record, report, planned):
             report.dropped += 1
     return report
 
 
-def _accept(record: dict[str, Any], report: HarnessReport, programs: dict[str, int]) -> bool:
+def _accept(record: dict[str, Any], report: HarnessReport, planned: dict[str, PlannedProbe]) -> bool:
     kind = record.get("t")
     if kind == "end":
         report.complete = True
@@ -138,12 +138,13 @@ def _accept(record: dict[str, Any], report: HarnessReport, programs: dict[str, i
         }
         return True
     probe_id = record.get("probe")
-    if not isinstance(probe_id, str) or probe_id not in programs:
+    if not isinstance(probe_id, str) or probe_id not in planned:
         return False
     probe = report.probe(probe_id)
+    count = len(planned[probe_id].programs)
     if kind in ("obs", "err"):
         index = record.get("program")
-        if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < max(programs[probe_id], 1):
+        if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < max(count, 1):
             return False
         obs = _clean_obs(record.get("obs", {}))
         if obs is None:
@@ -166,24 +167,8 @@ def _accept(record: dict[str, Any], report: HarnessReport, programs: dict[str, i
             return True
         target[index] = value
         return True
-    if kind == "script":
-        if probe.script is not None:
-            report.duplicates += 1
-            return True
-        outcome = record.get("outcome")
-        if outcome not in ("passed", "failed", "not_applicable"):
-            return False
-        lines = record.get("edited_lines", [])
-        probe.script = {
-            "outcome": outcome,
-            "exception": _text(record.get("exception"), 60),
-            "message": _text(record.get("message")),
-            "line": record.get("line") if isinstance(record.get("line"), int) else None,
-            "reason": _text(record.get("reason")),
-            "detail": _text(record.get("detail")),
-            "edited_lines": [n for n in lines if isinstance(n, int)][:50] if isinstance(lines, list) else [],
-        }
-        return True
+    if kind == "mutant":
+        return _mutant(report, probe, planned[probe_id], record)
     if kind == "probe_end":
         if probe.end is not None:
             report.duplicates += 1
@@ -204,6 +189,72 @@ def _accept(record: dict[str, Any], report: HarnessReport, programs: dict[str, i
         }
         return True
     return False
+
+
+SCRIPT_OUTCOMES = ("passed", "failed", "crashed", "timeout", "not_applicable", "not_run")
+ORACLE_STATUSES = (
+    "ok",
+    "timeout",
+    "deadline",
+    "killed",
+    "exited",
+    "output_limit",
+    "record_limit",
+    "no_baseline",
+    "error",
+)
+
+
+def _mutant(report: HarnessReport, probe: ProbeReport, plan_probe: PlannedProbe, record: dict[str, Any]) -> bool:
+    """One mutant's outcome: the student's checks on it, and whether the grader's programs tell it apart."""
+    name = record.get("mutant")
+    if plan_probe.kind != "mutation" or not isinstance(name, str):
+        return False
+    if name not in (*plan_probe.mutants, "clean", "oracle_baseline"):
+        return False
+    if name in probe.mutants:
+        report.duplicates += 1
+        return True
+    value: dict[str, Any] = {}
+    script = record.get("script")
+    if isinstance(script, dict):
+        if script.get("outcome") not in SCRIPT_OUTCOMES:
+            return False
+        lines = script.get("lines", [])
+        value["script"] = {
+            "outcome": script["outcome"],
+            "exception": _text(script.get("exception"), 60),
+            "message": _text(script.get("message")),
+            "line": _int(script.get("line")),
+            "reason": _text(script.get("reason")),
+            "lines": [n for n in lines if _int(n) is not None][:50] if isinstance(lines, list) else [],
+            "elapsed": _seconds(script.get("elapsed")),
+            "limit": _seconds(script.get("limit")),
+            "output": _text(script.get("output"), 4000),
+        }
+    oracle = record.get("oracle")
+    if isinstance(oracle, dict):
+        differs = oracle.get("differs", [])
+        if oracle.get("status") not in ORACLE_STATUSES or not isinstance(differs, list):
+            return False
+        value["oracle"] = {
+            "status": oracle["status"],
+            "differs": sorted({d for d in differs if isinstance(d, str) and d in plan_probe.oracle}),
+        }
+    if not value:
+        return False
+    probe.mutants[name] = value
+    return True
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _seconds(value: Any) -> float:
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < 1e6:
+        return float(value)
+    return 0.0
 
 
 def _error(raw: Any) -> dict[str, Any]:

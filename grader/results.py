@@ -70,10 +70,24 @@ class CheckResult:
     output: str = ""  # the student's own printed output, capped (visible checks only)
     instances_passed: int = 0
     instances_total: int = 0
+    notes: tuple[str, ...] = ()  # further lines under the message (surviving bug classes, ...)
 
     @property
     def passed(self) -> bool:
         return self.outcome is Outcome.PASSED
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """A misconception recognised from the pattern of wrong observations (or, failing that, what differs)."""
+
+    operator: str  # catalogue mutant whose fingerprint matched; "" when none did
+    family: str  # ACC, CHAIN, LOC, TOPO, SEED, FWD ("" when none matched)
+    misconception: str  # plain words
+    handout: str  # where the handout explains it
+    evidence: str  # one observed quantity that shows it (never a hidden input)
+    share: float  # share of the fingerprint the submission reproduces
+    checks: tuple[str, ...]  # failing checks it explains
 
 
 @dataclass(frozen=True)
@@ -114,6 +128,9 @@ class SubmissionResult:
     execution_time: float
     visible_only: bool = False  # self-check mode: hidden checks were not run
     hidden_not_run: int = 0
+    diagnoses: tuple[Diagnosis, ...] = ()
+    step5_note: str = ""  # what the Step-5 comment at the top of the file says, in one line
+    review: tuple[str, ...] = ()  # reasons a person should look at this submission
 
     @property
     def scored(self) -> bool:

@@ -17,19 +17,23 @@ from typing import Any, TypeVar
 
 import yaml
 
+from sandbox.harness.mutate import BY_ID
+
 from .errors import RubricError
 from .results import Visibility
 
 DEFAULT_RUBRIC = Path(__file__).resolve().parent.parent / "rubrics" / "a8_autograd_lab.yaml"
 
-PROBE_KINDS = ("api", "program", "script", "fd_op", "random_dag")
-COMPARES = ("engine", "api", "values", "graph", "schedule", "script_passes", "script_fails")
+PROBE_KINDS = ("api", "program", "mutation", "fd_op", "random_dag")
+COMPARES = ("engine", "api", "values", "graph", "schedule", "checks_pass", "mutant_killed", "mutation_score")
+MUTATION_COMPARES = ("checks_pass", "mutant_killed", "mutation_score")
 EXPECT_FROM = ("reference", "math")
 RECORDS = ("graph", "schedule")
 FD_OPS = ("add", "sub", "mul", "div", "neg", "radd", "rsub", "rmul", "rdiv", "pow", "tanh", "relu", "exp", "log")
-EDITS = ("mul_backward_assign",)
 RELU_INPUTS = ("any", "alternate")
 DAG_OPS = ("add", "sub", "mul", "div", "tanh", "relu", "exp", "log", "square", "neg")
+
+MUTANT_IDS = tuple(BY_ID)
 
 T = TypeVar("T")
 
@@ -81,7 +85,7 @@ class Probe:
     record: tuple[str, ...] = ()
     instances: int = 1
     relu_inputs: str = "any"
-    edit: str | None = None
+    mutants: tuple[str, ...] = ()  # mutation probes: catalogue ids to run (empty: all)
     op: str | None = None
     exponent: float | None = None
     max_ops: int = 8
@@ -107,6 +111,7 @@ class Check:
     expect: Mapping[str, float]
     hint: str
     requires: tuple[str, ...]
+    mutant: str | None = None  # mutant_killed: which mutant the checks must catch
 
 
 @dataclass(frozen=True)
@@ -326,7 +331,19 @@ def _leaf(name: str, node: _Node) -> Leaf:
 
 def _probe(name: str, node: _Node) -> Probe:
     fields = node.mapping(
-        ("kind", "leaves", "steps", "record", "instances", "relu_inputs", "edit", "op", "exponent", "max_ops", "ops"),
+        (
+            "kind",
+            "leaves",
+            "steps",
+            "record",
+            "instances",
+            "relu_inputs",
+            "mutants",
+            "op",
+            "exponent",
+            "max_ops",
+            "ops",
+        ),
         required=("kind",),
     )
     kind = fields["kind"].choice(PROBE_KINDS)
@@ -339,7 +356,7 @@ def _probe(name: str, node: _Node) -> Probe:
         record=tuple(n.choice(RECORDS) for n in fields["record"].sequence()) if "record" in fields else (),
         instances=_get(fields, "instances", lambda n: n.integer(1), 1),
         relu_inputs=_get(fields, "relu_inputs", lambda n: n.choice(RELU_INPUTS), "any"),
-        edit=_get(fields, "edit", lambda n: n.choice(EDITS), None),
+        mutants=tuple(n.choice(MUTANT_IDS) for n in fields["mutants"].sequence()) if "mutants" in fields else (),
         op=_get(fields, "op", lambda n: n.choice(FD_OPS), None),
         exponent=_get(fields, "exponent", _Node.number, None),
         max_ops=_get(fields, "max_ops", lambda n: n.integer(1), 8),
@@ -383,6 +400,7 @@ def _check(node: _Node, section: str, probes: Mapping[str, Probe], tolerances: M
             "expect",
             "hint",
             "requires",
+            "mutant",
         ),
         required=("id", "title", "points", "probe", "compare"),
     )
@@ -397,7 +415,7 @@ def _check(node: _Node, section: str, probes: Mapping[str, Probe], tolerances: M
     if "expect" in fields:
         for key, value in fields["expect"].items():
             expect[key] = value.number()
-    return Check(
+    check = Check(
         id=fields["id"].text(),
         title=fields["title"].text(),
         section=section,
@@ -411,7 +429,14 @@ def _check(node: _Node, section: str, probes: Mapping[str, Probe], tolerances: M
         expect=expect,
         hint=_get(fields, "hint", _Node.text, ""),
         requires=_get(fields, "requires", _Node.texts, ()),
+        mutant=_get(fields, "mutant", lambda n: n.choice(MUTANT_IDS), None),
     )
+    compare, kind = check.compare, probes[probe].kind
+    if (compare in MUTATION_COMPARES) != (kind == "mutation"):
+        raise fields["compare"].fail(f"compare {compare} does not apply to a {kind} probe")
+    if (compare == "mutant_killed") != (check.mutant is not None):
+        raise node.fail("compare mutant_killed needs `mutant:` (and only it takes one)")
+    return check
 
 
 def _cross_check(rubric: Rubric, top: dict[str, _Node], root: _Node) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from .diagnose import KillMatrix, kill_matrix
 from .expected import REFERENCE, compute_expected, math_expected
 from .grading import grade_submission
 from .judge import fmt
@@ -22,11 +23,16 @@ class Validation:
     literal_errors: tuple[str, ...]
     literals_checked: int
     reference_result: SubmissionResult
+    matrix: KillMatrix
 
     @property
     def ok(self) -> bool:
         full = abs(self.reference_result.score - self.reference_result.max_score) < 1e-9
-        return not self.literal_errors and full and self.reference_result.status.value == "graded"
+        graded = self.reference_result.status.value == "graded"
+        # Every catalogue bug must apply to the reference and be caught by some section; a
+        # mutant no section catches is a blind spot of the rubric.
+        matrix_ok = not self.matrix.blind_spots and not self.matrix.not_applicable
+        return not self.literal_errors and full and graded and matrix_ok
 
 
 def check_literals(rubric: Rubric) -> tuple[list[str], int]:
@@ -57,4 +63,5 @@ def check_literals(rubric: Rubric) -> tuple[list[str], int]:
 def validate_rubric(rubric: Rubric, *, runner: Runner, seed: int, reference: Path = REFERENCE) -> Validation:
     errors, checked = check_literals(rubric)
     result = grade_submission(reference, student="reference", rubric=rubric, runner=runner, seed=seed)
-    return Validation(tuple(errors), checked, result)
+    matrix = kill_matrix(rubric, build_plan(rubric, seed=seed, visible_only=False), reference=reference)
+    return Validation(tuple(errors), checked, result, matrix)

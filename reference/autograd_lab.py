@@ -233,11 +233,63 @@ def check_log_exp_fd() -> None:
     print(f"Step 6: log(exp(x)) gradient {x.grad:.9f} vs centered difference {numeric:.9f}")
 
 
+def check_every_op_fd() -> None:
+    """Part 8 on every operation, each inside y = 1.7 * g(x) * x.
+
+    The extra factor x reuses the input (so each op's backward must accumulate) and 1.7 makes
+    the upstream gradient differ from 1 (so each op must use it). Points avoid 0, +-1 and kinks.
+    """
+    eps = 1e-6
+    cases: list[tuple[str, Callable[[Value], Value], Callable[[float], float], float]] = [
+        ("tanh", lambda v: v.tanh(), math.tanh, 0.4),
+        ("relu(+)", lambda v: v.relu(), lambda t: max(t, 0.0), 0.7),
+        ("relu(-)", lambda v: v.relu(), lambda t: max(t, 0.0), -0.6),
+        ("exp", lambda v: v.exp(), math.exp, 0.3),
+        ("log", lambda v: v.log(), math.log, 1.8),
+        ("x**3", lambda v: v**3, lambda t: t**3, 1.3),
+        ("x**-1", lambda v: v**-1, lambda t: t**-1, 1.6),
+        ("-x", lambda v: -v, lambda t: -t, 0.9),
+        ("x - 0.25", lambda v: v - 0.25, lambda t: t - 0.25, 0.8),
+        ("x / (x + 1)", lambda v: v / (v + 1.0), lambda t: t / (t + 1.0), 0.6),
+        ("2 + x", lambda v: 2.0 + v, lambda t: 2.0 + t, 0.8),
+        ("2 - x", lambda v: 2.0 - v, lambda t: 2.0 - t, 0.8),
+        ("3 * x", lambda v: 3.0 * v, lambda t: 3.0 * t, 0.8),
+        ("2 / (x + 1)", lambda v: 2.0 / (v + 1.0), lambda t: 2.0 / (t + 1.0), 0.8),
+    ]
+    for name, op, fn, x0 in cases:
+
+        def f(t: float, fn: Callable[[float], float] = fn) -> float:
+            return 1.7 * fn(t) * t
+
+        x = Value(x0)
+        y = op(x) * x * 1.7
+        y.backward()
+        numeric = (f(x0 + eps) - f(x0 - eps)) / (2 * eps)
+        assert close(y.data, f(x0)), (name, y.data, f(x0))
+        assert abs(x.grad - numeric) <= 1e-6 * max(1.0, abs(numeric)), (name, x.grad, numeric)
+    print(f"Part 8: {len(cases)} operations agree with centered differences.")
+
+
+def check_shared_nodes() -> None:
+    """A node used twice must be visited once; relu'(0) is 0; the seed is 1 and leaves start at 0."""
+    a, b = Value(2.0), Value(3.0)
+    t = a * b
+    loss = t * t + t  # dL/dt = 2t + 1 = 13
+    loss.backward()
+    assert close(a.grad, 39.0) and close(b.grad, 26.0), (a.grad, b.grad)
+    z = Value(0.0)
+    z.relu().backward()
+    assert z.grad == 0.0, z.grad
+    print("Shared nodes, relu'(0) and seeding behave.")
+
+
 def main() -> None:
     check_part1_graph()
     check_a6_neuron()
     check_reuse()
     check_log_exp_fd()
+    check_every_op_fd()
+    check_shared_nodes()
     print("All checks passed.")
 
 

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from grader.report.view import format_number, write_text_atomic
 from grader.results import SubmissionResult
 
-FIXED_COLUMNS = ("student", "total", "max_total", "status", "detail")
+FIXED_COLUMNS = ("student", "total", "max_total", "status", "detail", "review")
 
 # A cell starting with one of these is run as a formula by spreadsheet programs.
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
@@ -25,7 +25,7 @@ def header(section_tags: Sequence[str]) -> list[str]:
     clashes = sorted({tag for tag in section_tags if tag in FIXED_COLUMNS or section_tags.count(tag) > 1})
     if clashes:
         raise ValueError(f"section tags clash with other columns or repeat: {', '.join(clashes)}")
-    return ["student", *section_tags, "total", "max_total", "status", "detail"]
+    return ["student", *section_tags, "total", "max_total", "status", "detail", "review"]
 
 
 def _row(result: SubmissionResult, section_tags: Sequence[str]) -> dict[str, str]:
@@ -39,6 +39,7 @@ def _row(result: SubmissionResult, section_tags: Sequence[str]) -> dict[str, str
     row["max_total"] = format_number(result.max_score)
     row["status"] = result.status.value
     row["detail"] = _text_cell(result.status_detail)
+    row["review"] = _text_cell(" | ".join(result.review))
     return row
 
 

@@ -14,6 +14,7 @@ from grader.report.view import (
     INFRA_BANNER,
     clean_number,
     comparison_line,
+    diagnosis_lines,
     instances_text,
     numbered_checks,
     self_check_text,
@@ -42,6 +43,12 @@ def _top_output(result: SubmissionResult) -> str:
     if result.load.notices:
         lines.append("How your file was loaded:")
         lines.extend(f"- {notice}" for notice in result.load.notices)
+    if result.scored:
+        for heading, text in diagnosis_lines(result):
+            lines.append(f"{heading}: {text}")
+    if result.step5_note:
+        lines.append(result.step5_note)
+    lines.extend(f"Flagged for review: {reason}" for reason in result.review)
     return "\n".join(lines)
 
 
@@ -51,6 +58,7 @@ def _test_output(check: CheckResult) -> str:
         if check.comparisons:
             lines.append("")
             lines.extend(comparison_line(comparison) for comparison in check.comparisons)
+        lines.extend(check.notes)
         instances = instances_text(check)
         if instances:
             lines.append(instances)
@@ -100,6 +108,8 @@ def to_gradescope(result: SubmissionResult) -> dict[str, Any]:
         "load_mode": result.load.mode,
         "visible_only": result.visible_only,
         "hidden_not_run": result.hidden_not_run,
+        "misconceptions": [d.operator for d in result.diagnoses if d.operator],
+        "review": list(result.review),
     }
     return data
 

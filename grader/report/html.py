@@ -13,6 +13,7 @@ from grader.report.view import (
     OUTCOME_LABELS,
     OUTCOME_SYMBOLS,
     STATUS_LABELS,
+    diagnosis_lines,
     format_number,
     group_by_section,
     instances_text,
@@ -67,6 +68,7 @@ class CheckCard:
     hint: str
     output: str
     output_lines: int
+    notes: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -101,6 +103,7 @@ def _card(number: str, check: CheckResult) -> CheckCard:
         hint=check.hint if public else "",
         output=check.output if public else "",
         output_lines=len(check.output.splitlines()) if public else 0,
+        notes=check.notes if public else (),
     )
 
 
@@ -141,6 +144,9 @@ def render_feedback_html(result: SubmissionResult) -> str:
         "self_check": self_check_text(result) if result.visible_only else "",
         "load": result.load,
         "sections": _sections(result),
+        "diagnoses": diagnosis_lines(result) if result.scored else [],
+        "step5_note": result.step5_note,
+        "review": result.review,
     }
     return environment().get_template(TEMPLATE).render(context)
 

@@ -17,6 +17,7 @@ from grader.report.view import (
     STATUS_LABELS,
     NumberedCheck,
     comparison_line,
+    diagnosis_lines,
     failing_checks,
     format_number,
     group_by_section,
@@ -118,6 +119,7 @@ def _failing(numbered: NumberedCheck) -> RenderableType:
             body.append(_text(comparison_line(comparison), "" if comparison.ok else "red"))
         if len(check.comparisons) > len(shown):
             body.append(Text(f"... {len(check.comparisons) - len(shown)} more in the HTML feedback", style="dim"))
+        body.extend(_text(f"- {note}") for note in check.notes)
         if check.misconception:
             body.append(_text(f"Likely misconception: {check.misconception}", "yellow"))
         if check.hint:
@@ -132,6 +134,12 @@ def _renderables(result: SubmissionResult) -> list[RenderableType]:
         parts.extend((Text(""), _sections(result)))
     if not result.scored:
         return parts
+    for heading, text in diagnosis_lines(result):
+        parts.append(_text(f"{heading}: {text}", "yellow"))
+    if result.step5_note:
+        parts.append(_text(result.step5_note, "dim"))
+    for reason in result.review:
+        parts.append(_text(f"Flagged for review: {reason}", "magenta"))
     failing = failing_checks(result)
     if failing:
         parts.extend((Text(""), Text("To fix, first failing idea first:", style="bold")))

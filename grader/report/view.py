@@ -152,6 +152,20 @@ def self_check_text(result: SubmissionResult) -> str:
     return f"Self-check: {count} hidden {noun} not run"
 
 
+def diagnosis_lines(result: SubmissionResult) -> list[tuple[str, str]]:
+    """(heading, body) per diagnosis: the misconception, where to read, and one piece of evidence."""
+    out = []
+    for found in result.diagnoses:
+        heading = f"{found.family}: recognised pattern" if found.operator else "No known pattern"
+        body = found.misconception
+        if found.evidence:
+            body += f" Evidence: {found.evidence}."
+        if found.handout:
+            body += f" Read: {found.handout}."
+        out.append((heading, body))
+    return out
+
+
 def instances_text(check: CheckResult) -> str:
     if check.instances_total <= 1:
         return ""

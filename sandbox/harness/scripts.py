@@ -12,7 +12,7 @@ import traceback
 import types
 from typing import Any
 
-from . import loader, mutation
+from . import loader, mutate
 
 
 def _line_in_file(tb: Any, filename: str) -> int | None:
@@ -29,8 +29,8 @@ def run_script(source: str, filename: str, class_name: str, edit: str | None) ->
     record: dict[str, Any] = {"edit": edit}
     if edit:
         try:
-            tree, lines = mutation.apply(tree, edit, class_name)
-        except mutation.NotApplicable as reason:
+            tree, lines = mutate.mutate(tree, edit, class_name)
+        except mutate.NotApplicable as reason:
             return {"outcome": "not_applicable", "reason": str(reason), "edit": edit}
         record["edited_lines"] = lines
     code = compile(tree, filename, "exec")

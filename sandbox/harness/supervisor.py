@@ -24,7 +24,7 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-from . import loader, programs, scripts
+from . import loader, mutate, programs, scripts
 
 Write = Callable[[dict[str, Any]], None]
 Task = Callable[[Write], None]
@@ -331,6 +331,97 @@ class Supervisor:
 
         return task
 
+    def _task_oracle(self, mutant: str | None, oracle: list[tuple[str, dict[str, Any]]]) -> Task:
+        """Run the grader's programs on the engine (mutated or not), loaded definitions-only so
+        the student's top-level checks cannot stop a mutant from loading."""
+
+        def task(write: Write) -> None:
+            loader.install_stand_ins(self.plan.get("stand_ins", []))
+            tree = loader.parse(self.source, self.filename)
+            if mutant is not None:
+                tree, _ = mutate.mutate(tree, mutant, self.class_name_found)
+            module, _ = loader.load_module(self.source, self.filename, "definitions", tree=tree)
+            cls, _ = loader.find_engine(module, self.class_name_found)
+            make, _ = loader.constructor(cls)
+            for key, program in oracle:
+                try:
+                    obs = programs.run_program(make, program, _ignore)
+                except programs.ProgramError as failure:
+                    obs = {"__error__": type(failure.error).__name__[:60]}
+                write({"t": "oracle", "k": key, "obs": obs})
+
+        return task
+
+    def _script_outcome(self, mutant: str | None, timeout: float) -> dict[str, Any]:
+        """One run of ``python autograd_lab.py`` on the (mutated) file, summarised."""
+        records, summary = self.run_child(self._task_script("mutation", mutant), timeout=timeout, progress_resets=False)
+        script = next((r for r in records if r.get("t") == "script"), None)
+        status = summary.get("status")
+        if status in ("timeout", "deadline"):
+            out: dict[str, Any] = {
+                "outcome": "timeout" if status == "timeout" else "not_run",
+                "limit": round(timeout, 2),
+            }
+        elif script is None:
+            how = summary.get("signal") or f"exit status {summary.get('exit_code')}"
+            out = {"outcome": "crashed", "message": f"the process died ({how})"}
+        else:
+            out = {k: script[k] for k in ("outcome", "exception", "message", "line", "reason") if k in script}
+            if "edited_lines" in script:
+                out["lines"] = script["edited_lines"]
+        out["elapsed"] = summary.get("elapsed", 0.0)
+        if mutant is None:
+            out["output"] = str(summary.get("output", ""))[:4000]
+        return out
+
+    def _oracle_run(
+        self, mutant: str | None, oracle: list[tuple[str, dict[str, Any]]], timeout: float
+    ) -> tuple[dict[str, Any], str, float]:
+        records, summary = self.run_child(self._task_oracle(mutant, oracle), timeout=timeout, progress_resets=False)
+        observed = {str(r.get("k")): r.get("obs") for r in records if r.get("t") == "oracle"}
+        status = "ok" if len(observed) == len(oracle) else str(summary.get("status", "error"))
+        return observed, status, float(summary.get("elapsed", 0.0))
+
+    def run_mutation(self, probe: dict[str, Any]) -> None:
+        """The bug-injection probe: the student's checks against each mutant of their own file.
+
+        First the validity gate (the unmutated file passes its own checks), then per mutant two
+        children: the student's checks (do they fail?) and the grader's programs (does the
+        mutant behave differently from the student's engine at all?). Per-mutant time limits
+        scale with the clean runs, so one looping mutant cannot eat the whole budget.
+        """
+        probe_id = probe["id"]
+        wanted = set(probe.get("oracle", []))
+        oracle = [
+            (f"{p['id']}:{i}", program)
+            for p in self.plan["probes"]
+            if p["id"] in wanted
+            for i, program in enumerate(p.get("programs", []))
+        ]
+        clean = self._script_outcome(None, self.script_seconds)
+        self.emit({"t": "mutant", "probe": probe_id, "mutant": "clean", "script": clean})
+        if clean["outcome"] != "passed":
+            self.emit({"t": "probe_end", "probe": probe_id, "status": "ok", "reason": "gate"})
+            return
+        script_limit = min(self.script_seconds, 2.0 + 5.0 * float(clean["elapsed"]))
+        baseline, base_status, base_elapsed = self._oracle_run(None, oracle, self.script_seconds)
+        oracle_limit = min(self.script_seconds, 2.0 + 5.0 * base_elapsed)
+        self.emit({"t": "mutant", "probe": probe_id, "mutant": "oracle_baseline", "oracle": {"status": base_status}})
+        for name in probe.get("mutants", []):
+            script = self._script_outcome(name, script_limit)
+            record: dict[str, Any] = {"t": "mutant", "probe": probe_id, "mutant": name, "script": script}
+            if script["outcome"] not in ("not_applicable", "not_run") and name != mutate.FORCED_FAIL and oracle:
+                if base_status == "ok":
+                    observed, status, _ = self._oracle_run(name, oracle, oracle_limit)
+                    differs = sorted(
+                        {key.split(":")[0] for key, _ in oracle if not _same(baseline[key], observed.get(key))}
+                    )
+                    record["oracle"] = {"status": status, "differs": differs}
+                else:
+                    record["oracle"] = {"status": "no_baseline", "differs": []}
+            self.emit(record)
+        self.emit({"t": "probe_end", "probe": probe_id, "status": "ok"})
+
     # --- the run --------------------------------------------------------------------------------
 
     def load(self) -> bool:
@@ -405,12 +496,13 @@ class Supervisor:
             if not loaded:
                 self.emit({"t": "probe_end", "probe": probe_id, "status": "not_run", "reason": "load_failed"})
                 continue
+            if kind == "mutation":
+                self.run_mutation(probe)
+                continue
             if kind == "api":
                 task, timeout, resets = self._task_api(probe_id), self.probe_seconds, False
             elif kind == "program":
                 task, timeout, resets = self._task_programs(probe_id, probe["programs"]), self.probe_seconds, True
-            elif kind == "script":
-                task, timeout, resets = self._task_script(probe_id, probe.get("edit")), self.script_seconds, False
             else:
                 self.emit({"t": "probe_end", "probe": probe_id, "status": "not_run", "reason": "unknown_kind"})
                 continue
@@ -425,6 +517,24 @@ class Supervisor:
 def _clean_load(load: dict[str, Any]) -> dict[str, Any]:
     keep = ("t", "ok", "class_name", "extra_args", "stand_ins_used", "leaf_data")
     return {k: load[k] for k in keep if k in load}
+
+
+def _ignore(_phase: str, _obs: dict[str, Any]) -> None:
+    return None
+
+
+def _same(expected: Any, observed: Any) -> bool:
+    """Two observation dicts agree: same keys, floats within a tight tolerance, the rest equal."""
+    if not isinstance(expected, dict) or not isinstance(observed, dict) or expected.keys() != observed.keys():
+        return expected == observed
+    for key, want in expected.items():
+        got = observed[key]
+        if isinstance(want, float) and isinstance(got, float):
+            if not (abs(want - got) <= 1e-9 + 1e-7 * abs(want) or (want != want and got != got)):
+                return False
+        elif want != got:
+            return False
+    return True
 
 
 def _reject_constant(name: str) -> Any:

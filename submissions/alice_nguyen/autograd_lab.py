@@ -247,4 +247,56 @@ if __name__ == "__main__":
     assert rel_err < 1e-5
     assert close(engine, 1.0)
 
+    # ---- Extra (Part 8 on everything): every op inside 1.7 * g(x) * x, so x is
+    # reused and the upstream grad is not 1. FD uses the engine's own forward.
+    ops = {
+        "tanh": lambda v: v.tanh(),
+        "relu+": lambda v: v.relu(),
+        "exp": lambda v: v.exp(),
+        "log": lambda v: v.log(),
+        "cube": lambda v: v ** 3,
+        "inverse": lambda v: v ** -1,
+        "neg": lambda v: -v,
+        "sub": lambda v: v - 0.3,
+        "div": lambda v: v / (v + 2.0),
+        "radd": lambda v: 1.5 + v,
+        "rsub": lambda v: 1.5 - v,
+        "rmul": lambda v: 2.5 * v,
+        "rdiv": lambda v: 1.5 / (v + 1.0),
+    }
+    print("Extra: finite differences on every op")
+    for name, g in ops.items():
+        x0 = 0.45 if name != "log" else 1.7
+
+        def h(v, g=g):
+            return 1.7 * g(v) * v
+
+        xv = Value(x0)
+        h(xv).backward()
+        fd = (h(Value(x0 + eps)).data - h(Value(x0 - eps)).data) / (2 * eps)
+        print(f"  {name:8s} engine={xv.grad:+.8f}  fd={fd:+.8f}")
+        assert abs(xv.grad - fd) < 1e-6 * max(1.0, abs(fd)), name
+
+    # the forward values themselves (FD alone cannot see a wrong forward)
+    v = Value(0.45)
+    for got, want in [((-v).data, -0.45), ((v - 0.3).data, 0.15), ((1.5 - v).data, 1.05),
+                      ((1.5 + v).data, 1.95), ((2.5 * v).data, 1.125), ((1.5 / v).data, 1.5 / 0.45),
+                      ((v / (v + 2.0)).data, 0.45 / 2.45)]:
+        assert close(got, want), (got, want)
+
+    # relu'(0) = 0, and negative inputs get no gradient
+    z = Value(0.0)
+    z.relu().backward()
+    assert z.grad == 0.0
+    z = Value(-0.7)
+    (z.relu() * 3.0).backward()
+    assert z.grad == 0.0
+
+    # a shared interior node: t = a*b used twice -> dL/da = (2t + 1) * b = 39
+    a, b = Value(2.0), Value(3.0)
+    t = a * b
+    L2 = t * t + t
+    L2.backward()
+    assert close(a.grad, 39.0) and close(b.grad, 26.0), (a.grad, b.grad)
+
     print("\nall checks passed :)")

@@ -10,8 +10,13 @@ from pathlib import Path
 
 import pytest
 import yaml
+from markupsafe import escape
 
+from grader.diagnose import KillMatrix, kill_matrix
 from grader.grading import grade_submission
+from grader.mutate import CATALOGUE, INFO
+from grader.plan import build_plan
+from grader.report.html import render_feedback_html
 from grader.results import SubmissionResult
 from grader.rubric import load_rubric
 from grader.runners.docker import DockerRunner
@@ -28,13 +33,24 @@ def runner() -> DockerRunner:
     return DockerRunner()
 
 
+@pytest.fixture(scope="module")
+def matrix() -> KillMatrix:
+    rubric = load_rubric()
+    return kill_matrix(rubric, build_plan(rubric, seed=SEED, visible_only=False))
+
+
+def test_every_catalogue_operator_has_a_case() -> None:
+    operators = {yaml.safe_load((CASES / n / "expected.yaml").read_text()).get("operator") for n in NAMES}
+    assert {op.id for op in CATALOGUE} <= operators
+
+
 def test_there_are_enough_cases() -> None:
     assert len(NAMES) >= 12
     assert "reference" in NAMES
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_case(name: str, runner: DockerRunner) -> None:
+def test_case(name: str, runner: DockerRunner, matrix: KillMatrix) -> None:
     expected = yaml.safe_load((CASES / name / "expected.yaml").read_text())
     result: SubmissionResult = grade_submission(
         CASES / name / "autograd_lab.py", student=name, rubric=load_rubric(), runner=runner, seed=SEED
@@ -50,3 +66,14 @@ def test_case(name: str, runner: DockerRunner) -> None:
     for check in result.checks:
         if not check.passed and check.visibility.value == "visible":
             assert check.message and check.message != "Passed."
+    # A case that is the reference with one catalogue bug loses points exactly in the sections
+    # the kill matrix predicts, and its feedback names that misconception.
+    operator = expected.get("operator")
+    if operator:
+        lost = tuple(s.tag for s in result.sections if s.points < s.max_points - 1e-9)
+        assert lost == matrix.predicted(operator)
+    named = expected.get("diagnosis") or operator
+    if named:
+        assert [d.operator for d in result.diagnoses][:1] == [named]
+        html = render_feedback_html(result)
+        assert str(escape(INFO[named].misconception)) in html

@@ -39,6 +39,8 @@ def test_no_container_or_volume_left(graded: dict[str, SubmissionResult]) -> Non
 def test_full_marks_student(graded: dict[str, SubmissionResult]) -> None:
     alice = graded["alice_nguyen"]
     assert (alice.score, alice.status) == (100.0, Status.GRADED)
+    assert alice.diagnoses == () and alice.review == ()
+    assert alice.step5_note.startswith("Step-5 note found")
 
 
 def test_assignment_bug_is_named(graded: dict[str, SubmissionResult]) -> None:
@@ -49,12 +51,17 @@ def test_assignment_bug_is_named(graded: dict[str, SubmissionResult]) -> None:
     step5 = next(c for c in bob.checks if c.check_id == "bug.step5")
     assert "could not be applied" in step5.message  # his __mul__ already assigns
     assert bob.section("reuse").points < 5
+    assert [d.operator for d in bob.diagnoses] == ["acc_mul"]
+    assert "only the last path's contribution survives" in square.misconception
+    # His Step-5 note does not say which assertion failed and which passed: a person should look.
+    assert bob.review and "does not describe a failing assertion" in bob.review[0]
 
 
 def test_wrong_tanh_loses_only_tanh(graded: dict[str, SubmissionResult]) -> None:
     carol = graded["carol_smith"]
-    assert [c.check_id for c in carol.checks if not c.passed] == ["fd.tanh"]
+    assert [c.check_id for c in carol.checks if not c.passed] == ["bug.catalogue", "fd.tanh"]
     assert "1 - t*t" in next(c for c in carol.checks if c.check_id == "fd.tanh").hint
+    assert [d.operator for d in carol.diagnoses] == ["loc_tanh_linear"]
 
 
 def test_missing_reflected_ops(graded: dict[str, SubmissionResult]) -> None:
@@ -68,6 +75,7 @@ def test_breadth_first_backward_fails_shared_nodes_only(graded: dict[str, Submis
     erin = graded["erin_li"]
     assert erin.section("part1_trace").points == 25
     assert "reuse.diamond" in {c.check_id for c in erin.checks if not c.passed}
+    assert [d.family for d in erin.diagnoses] == ["TOPO"]
 
 
 def test_syntax_error_gets_zero_and_the_line(graded: dict[str, SubmissionResult]) -> None:
@@ -93,7 +101,7 @@ def test_endless_loop_times_out_with_partial_results(graded: dict[str, Submissio
 
 def test_misnamed_class_loses_only_api_points(graded: dict[str, SubmissionResult]) -> None:
     ivy = graded["ivy_martins"]
-    assert [c.check_id for c in ivy.checks if not c.passed] == ["api.engine_class"]
+    assert [c.check_id for c in ivy.checks if not c.passed] == ["api.engine_class", "bug.catalogue"]
     assert any("Scalar" in n for n in ivy.load.notices)
 
 

@@ -1,13 +1,12 @@
 """The real in-sandbox harness, run with the LOCAL runner (no Docker) through grade_submission.
 
 Each test writes a small variant of the reference solution to tmp_path and grades it end to
-end: plan -> harness subprocess -> strict parsing -> judge. The Step-5 AST edit is tested
-directly at the bottom.
+end: plan -> harness subprocess -> strict parsing -> judge. The mutation operators themselves
+are tested in test_mutate.py; here they run through the real harness.
 """
 
 from __future__ import annotations
 
-import ast
 import glob
 import importlib.util
 import re
@@ -19,7 +18,6 @@ from grader.grading import grade_submission
 from grader.results import Outcome, Status, SubmissionResult
 from grader.rubric import DEFAULT_RUBRIC, Rubric, load_rubric
 from grader.runners.local import LocalRunner
-from sandbox.harness import mutation
 
 REPO = Path(__file__).resolve().parents[2]
 REFERENCE = REPO / "reference" / "autograd_lab.py"
@@ -114,7 +112,7 @@ def test_top_level_code_that_raises_is_skipped_and_the_engine_graded(
     assert f"RuntimeError at line {line}" in notices
     assert re.search(rf"Top-level code outside definitions was skipped \(lines [0-9, ]*\b{line}\b", notices), notices
     # The engine itself earns everything; only running the file as a script fails.
-    assert failed_ids(result) == ["bug.own_checks", "bug.step5"]
+    assert failed_ids(result) == ["bug.own_checks", "bug.step5", "bug.forced_fail", "bug.catalogue"]
     assert result.score == 85
     own = next(c for c in result.checks if c.check_id == "bug.own_checks")
     assert "RuntimeError" in own.message and f"line {line}" in own.message
@@ -141,8 +139,7 @@ def test_graphviz_import_gets_a_stand_in(tmp_path: Path, rubric: Rubric, runner:
     source = edited(
         CHECKS_BANNER,
         "def draw(root):\n    dot = graphviz.Digraph(format='svg')\n"
-        "    dot.node(str(id(root)), label=repr(root))\n    return dot\n\n\n"
-        + CHECKS_BANNER,
+        "    dot.node(str(id(root)), label=repr(root))\n    return dot\n\n\n" + CHECKS_BANNER,
         source,
     )
     source = edited(
@@ -196,80 +193,89 @@ def test_local_runs_leave_nothing_in_tmp(rubric: Rubric, runner: LocalRunner) ->
     assert left == [], f"{len(left)} directories left behind, e.g. {left[:3]}"
 
 
-# --- the Step-5 mutation ------------------------------------------------------------------
+# --- bug injection as mutation analysis ------------------------------------------------------
+
+ENGINE_ONLY = REFERENCE_SOURCE[: REFERENCE_SOURCE.index(CHECKS_BANNER)]
 
 
-def _mul_backward_lines(source: str) -> list[int]:
-    lines = source.splitlines()
-    start = next(i for i, text in enumerate(lines) if "def backward_mul" in text)
-    return [i + 1 for i in range(start, start + 6) if ".grad +=" in lines[i]]
+def bug_checks(result: SubmissionResult) -> dict[str, object]:
+    return {c.check_id: c for c in result.checks if c.section == "bug_injection"}
 
 
-def test_mutation_turns_plus_equals_into_assignment_in_mul_backward() -> None:
-    tree = ast.parse(REFERENCE_SOURCE)
-    want_lines = _mul_backward_lines(REFERENCE_SOURCE)
-    assert len(want_lines) == 2
-    mutated, lines = mutation.apply(tree, mutation.STEP5, "Value")
-    assert lines == want_lines
-    text = ast.unparse(mutated)
-    assert "self.grad = other.data * out.grad" in text
-    assert "other.grad = self.data * out.grad" in text
-    # Only __mul__ is touched: every other accumulation survives.
-    assert text.count(".grad +=") == REFERENCE_SOURCE.count(".grad +=") - 2
-    assert "self.grad += out.grad" in text  # __add__
+def test_reference_kills_every_catalogue_mutant(rubric: Rubric, runner: LocalRunner) -> None:
+    result = grade(REFERENCE, rubric, runner, seed=3)
+    score = next(c for c in result.checks if c.check_id == "bug.catalogue")
+    assert score.passed and score.instances_passed == score.instances_total >= 20
+    assert score.message.startswith(f"Your checks caught {score.instances_total} of the {score.instances_total}")
+    forced = next(c for c in result.checks if c.check_id == "bug.forced_fail")
+    assert forced.passed and "RuntimeError" in forced.comparisons[0].observed
 
 
-def test_mutated_engine_shows_the_step5_bug(tmp_path: Path) -> None:
-    mutated, _ = mutation.apply(ast.parse(REFERENCE_SOURCE), mutation.STEP5, "Value")
-    path = tmp_path / "mutated_lab.py"
-    path.write_text(ast.unparse(mutated), encoding="utf-8")
-    spec = importlib.util.spec_from_file_location("mutated_lab", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    x = module.Value(3.0)
-    y = x * x + x
-    y.backward()
-    assert x.grad == 3.0  # 7.0 with +=, as the reference's docstring explains
-    a = module.Value(2.0)
-    c = (a + a) * a
-    c.backward()
-    assert a.grad == 8.0
+def test_assert_true_checks_kill_nothing_and_are_told_so(tmp_path: Path, rubric: Rubric, runner: LocalRunner) -> None:
+    source = ENGINE_ONLY + "\n\nif __name__ == '__main__':\n    assert True\n    print('all good')\n"
+    result = grade(submit(tmp_path, source), rubric, runner)
+    by_id = {c.check_id: c for c in result.checks}
+    assert by_id["bug.own_checks"].passed
+    assert by_id["bug.step5"].outcome is Outcome.FAILED
+    assert "still passes" in by_id["bug.step5"].message
+    assert by_id["bug.forced_fail"].outcome is Outcome.FAILED
+    assert "never exercise this engine" in by_id["bug.forced_fail"].message
+    catalogue = by_id["bug.catalogue"]
+    assert catalogue.points == 0 and catalogue.outcome is Outcome.NOT_RUN
+    assert "no credit until" in catalogue.message
+    assert result.section("bug_injection").points == 2  # only the validity gate
+    # The engine is the reference's: everything else is full marks.
+    assert result.score == 100 - 13
 
 
-def test_mutation_not_applicable_when_mul_already_assigns() -> None:
-    mutated, _ = mutation.apply(ast.parse(REFERENCE_SOURCE), mutation.STEP5, "Value")
-    with pytest.raises(mutation.NotApplicable, match="no backward function containing"):
-        mutation.apply(ast.parse(ast.unparse(mutated)), mutation.STEP5, "Value")
-    assigns = edited(
-        "            self.grad += other.data * out.grad\n            other.grad += self.data * out.grad\n",
-        "            self.grad = self.grad + other.data * out.grad\n"
-        "            other.grad = other.grad + self.data * out.grad\n",
+def test_checks_that_fail_on_their_own_engine_get_no_mutation_credit(
+    tmp_path: Path, rubric: Rubric, runner: LocalRunner
+) -> None:
+    source = edited("assert close(x.grad, 7.0), x.grad", "assert close(x.grad, 7.5), x.grad")
+    result = grade(submit(tmp_path, source), rubric, runner)
+    by_id = {c.check_id: c for c in result.checks}
+    own = by_id["bug.own_checks"]
+    assert own.outcome is Outcome.FAILED and "AssertionError" in own.comparisons[0].observed
+    assert "no bug they report can be trusted" in own.message
+    for check_id in ("bug.step5", "bug.forced_fail", "bug.catalogue"):
+        assert by_id[check_id].points == 0 and by_id[check_id].outcome is Outcome.NOT_RUN
+        assert "no credit until 'Your own checks pass" in by_id[check_id].message
+    assert result.section("bug_injection").points == 0 and result.score == 85
+
+
+def test_weak_checks_name_the_surviving_bug_classes(tmp_path: Path, rubric: Rubric, runner: LocalRunner) -> None:
+    # Only the handout's reuse checks: they catch accumulation bugs in + and *, not much else.
+    checks = (
+        "\n\nif __name__ == '__main__':\n"
+        "    x = Value(3.0)\n    y = x * x + x\n    y.backward()\n    assert abs(x.grad - 7.0) < 1e-9\n"
+        "    a = Value(2.0)\n    c = (a + a) * a\n    c.backward()\n    assert abs(a.grad - 8.0) < 1e-9\n"
     )
-    with pytest.raises(mutation.NotApplicable):
-        mutation.apply(ast.parse(assigns), mutation.STEP5, "Value")
+    result = grade(submit(tmp_path, ENGINE_ONLY + checks), rubric, runner)
+    by_id = {c.check_id: c for c in result.checks}
+    assert by_id["bug.step5"].passed and by_id["bug.forced_fail"].passed
+    catalogue = by_id["bug.catalogue"]
+    assert catalogue.outcome is Outcome.PARTIAL
+    assert 0 < catalogue.instances_passed < catalogue.instances_total
+    assert 0 < catalogue.points < catalogue.max_points
+    notes = "\n".join(catalogue.notes)
+    for family in ("LOC", "FWD"):
+        assert f"Not caught ({family}," in notes
+    assert "A check that would:" in notes
 
 
-@pytest.mark.parametrize(
-    ("source", "class_name", "edit", "message"),
-    [
-        (REFERENCE_SOURCE, "Scalar", mutation.STEP5, "class Scalar has no __mul__ method"),
-        (
-            "class Value:\n    def __add__(self, other):\n        return self\n",
-            "Value",
-            mutation.STEP5,
-            "has no __mul__",
-        ),
-        (REFERENCE_SOURCE, "Value", "add_backward_assign", "unknown edit"),
-        # += directly in __mul__ (not in its backward closure) is not the Step-5 edit.
-        (
-            "class Value:\n    def __mul__(self, other):\n        self.grad += 1\n        return self\n",
-            "Value",
-            mutation.STEP5,
-            "no backward function",
-        ),
-    ],
-)
-def test_mutation_not_applicable(source: str, class_name: str, edit: str, message: str) -> None:
-    with pytest.raises(mutation.NotApplicable, match=message):
-        mutation.apply(ast.parse(source), edit, class_name)
+def test_a_mutant_that_hangs_the_checks_is_a_timeout_not_a_kill(
+    tmp_path: Path, rubric: Rubric, runner: LocalRunner
+) -> None:
+    # Checks that loop forever once relu's gradient gate changes: the timeout is reported as
+    # its own outcome and the mutant leaves the score's denominator.
+    checks = (
+        "\n\nif __name__ == '__main__':\n"
+        "    x = Value(3.0)\n    y = x * x + x\n    y.backward()\n    assert abs(x.grad - 7.0) < 1e-9\n"
+        "    z = Value(0.0)\n    z.relu().backward()\n"
+        "    while z.grad != 0.0:\n        pass\n"
+    )
+    result = grade(submit(tmp_path, ENGINE_ONLY + checks), rubric, runner)
+    catalogue = next(c for c in result.checks if c.check_id == "bug.catalogue")
+    text = "\n".join(catalogue.notes)
+    assert "run past the time limit" in text and "relu's gradient gate" in text
+    assert result.status is Status.GRADED  # a mutant's timeout is not the submission's

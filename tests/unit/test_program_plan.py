@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from grader.mutate import CATALOGUE
 from grader.plan import UPSTREAM, build_plan
 from grader.program import (
     central_differences,
@@ -254,9 +255,15 @@ def test_plan_header(rubric) -> None:
     }
     assert body["student"] == {"uid": 10002, "gid": 10002, "reap": False}
     assert [p["id"] for p in body["probes"]][:2] == ["api", "part1"]
-    assert {p["kind"] for p in body["probes"]} == {"api", "program", "script"}
-    step5 = next(p for p in body["probes"] if p["id"] == "step5")
-    assert step5 == {"id": "step5", "kind": "script", "edit": "mul_backward_assign"}
+    assert {p["kind"] for p in body["probes"]} == {"api", "program", "mutation"}
+    # The mutation probe runs last, names the Step-5 and forced-fail mutants first, then the
+    # rest of the catalogue, and uses every program probe as the grader's own checks.
+    mutation = body["probes"][-1]
+    assert (mutation["id"], mutation["kind"]) == ("mutation", "mutation")
+    assert mutation["mutants"][:2] == ["acc_mul", "forced_fail"]
+    assert sorted(mutation["mutants"][2:]) == sorted(op.id for op in CATALOGUE if op.id != "acc_mul")
+    assert mutation["oracle"] == [p["id"] for p in body["probes"] if p["kind"] == "program"]
+    assert "programs" not in mutation
 
 
 def test_hidden_probes_differ_across_seeds_and_fixed_ones_do_not(rubric) -> None:

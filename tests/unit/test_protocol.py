@@ -150,7 +150,11 @@ def test_long_strings_are_capped(plan: Plan) -> None:
         obs("part1", ["not", "a", "mapping"]),  # type: ignore[arg-type]
         {"t": "err", "probe": "part1", "program": 3, "stage": "x", "error": {}},
         {"t": "probe_end", "probe": "part1", "status": "exploded"},
-        {"t": "script", "probe": "own_checks", "outcome": "maybe"},
+        {"t": "mutant", "probe": "mutation", "mutant": "clean", "script": {"outcome": "maybe"}},
+        {"t": "mutant", "probe": "mutation", "mutant": "not_in_plan", "script": {"outcome": "passed"}},
+        {"t": "mutant", "probe": "part1", "mutant": "clean", "script": {"outcome": "passed"}},
+        {"t": "mutant", "probe": "mutation", "mutant": "acc_add", "oracle": {"status": "ok", "differs": "part1"}},
+        {"t": "mutant", "probe": "mutation", "mutant": "acc_add"},
         {"t": "mystery", "probe": "part1"},
         {"probe": "part1"},
     ],
@@ -187,15 +191,30 @@ def test_duplicates_are_counted_and_the_first_is_kept(plan: Plan) -> None:
         line(obs("part1", {"n1.data": 7.0}, phase="forward")),
         line({"t": "probe_end", "probe": "part1", "status": "ok"}),
         line({"t": "probe_end", "probe": "part1", "status": "timeout"}),
-        line({"t": "script", "probe": "own_checks", "outcome": "passed"}),
-        line({"t": "script", "probe": "own_checks", "outcome": "failed"}),
+        line({"t": "mutant", "probe": "mutation", "mutant": "clean", "script": {"outcome": "passed"}}),
+        line({"t": "mutant", "probe": "mutation", "mutant": "clean", "script": {"outcome": "failed"}}),
     )
     assert report.duplicates == 5 and report.dropped == 0
     assert report.load is not None and report.load["class_name"] == "Value"
     assert report.probes["part1"].final[0]["L.data"] == 10.5
     assert report.probes["part1"].forward[0] == {"n1.data": 6.0}
     assert report.probes["part1"].end is not None and report.probes["part1"].end["status"] == "ok"
-    assert report.probes["own_checks"].script is not None and report.probes["own_checks"].script["outcome"] == "passed"
+    assert report.probes["mutation"].mutants["clean"]["script"]["outcome"] == "passed"
+
+
+def test_mutant_records_keep_only_planned_oracle_probes(plan: Plan) -> None:
+    record = {
+        "t": "mutant",
+        "probe": "mutation",
+        "mutant": "acc_add",
+        "script": {"outcome": "failed", "exception": "AssertionError", "line": 12, "lines": [3, "x", 4]},
+        "oracle": {"status": "ok", "differs": ["part1", "made_up", 7]},
+    }
+    report = parse(plan, line(record))
+    assert report.dropped == 0
+    kept = report.probes["mutation"].mutants["acc_add"]
+    assert kept["oracle"] == {"status": "ok", "differs": ["part1"]}
+    assert (kept["script"]["outcome"], kept["script"]["line"], kept["script"]["lines"]) == ("failed", 12, [3, 4])
 
 
 def test_observations_fall_back_from_final_to_error_to_forward(plan: Plan) -> None:

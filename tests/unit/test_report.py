@@ -34,6 +34,7 @@ from grader.report.view import INFRA_BANNER, format_number
 from grader.results import (
     CheckResult,
     Comparison,
+    Diagnosis,
     LoadReport,
     Outcome,
     SectionResult,
@@ -392,6 +393,7 @@ def test_template_gates_hidden_details_on_its_own() -> None:
         hint=SECRET,
         output=SECRET,
         output_lines=1,
+        notes=(SECRET,),
     )
     module = environment().get_template("_check.html.j2").module
     html = str(module.check_card(leaky, True))  # type: ignore[attr-defined]
@@ -520,7 +522,7 @@ def test_csv_round_trips(tmp_path: Path) -> None:
     write_grades_csv(results, target, TAGS)
     with target.open(newline="", encoding="utf-8") as handle:
         reader = csv.DictReader(handle)
-        assert reader.fieldnames == ["student", *TAGS, "total", "max_total", "status", "detail"]
+        assert reader.fieldnames == ["student", *TAGS, "total", "max_total", "status", "detail", "review"]
         rows = list(reader)
     assert len(rows) == 4
     ada, injected, grace, alan = rows
@@ -613,3 +615,55 @@ def test_print_summary_uses_given_console() -> None:
     buffer = io.StringIO()
     print_summary(full_marks(), Console(file=buffer, width=100))
     assert "All checks passed." in buffer.getvalue()
+
+
+# ---------------------------------------------------------------- diagnosis, notes, review
+
+
+def diagnosed() -> SubmissionResult:
+    base = with_failures()
+    checks = list(base.checks)
+    checks[0] = dataclasses.replace(checks[0], notes=("Not caught (LOC, local derivative rules): <tanh>.",))
+    return dataclasses.replace(
+        base,
+        checks=tuple(checks),
+        diagnoses=(
+            Diagnosis(
+                "acc_mul",
+                "ACC",
+                "__mul__'s backward assigns <instead> of adding.",
+                "Part 3, 'Why += is non-negotiable'",
+                "x.grad is 3 (expected 7) for y = x*x + x",
+                1.0,
+                (checks[0].check_id,),
+            ),
+        ),
+        step5_note="Step-5 note found (lines 1-4): it describes a failing assertion.",
+        review=("Step-5 note incomplete",),
+    )
+
+
+def test_diagnosis_notes_and_review_reach_every_format() -> None:
+    result = diagnosed()
+    html = render_feedback_html(result)
+    assert "What your results suggest" in html
+    assert "__mul__&#39;s backward assigns &lt;instead&gt; of adding." in html  # escaped, never markup
+    assert "Not caught (LOC, local derivative rules): &lt;tanh&gt;." in html
+    assert "Flagged for review by your instructor:</span> Step-5 note incomplete" in html
+    text = render_summary(result, color=False)
+    assert "ACC: recognised pattern: __mul__'s backward assigns <instead> of adding." in text
+    assert "Flagged for review: Step-5 note incomplete" in text
+    data = json.loads(dumps_gradescope(result))
+    assert "x.grad is 3 (expected 7)" in data["output"]
+    assert data["extra_data"]["misconceptions"] == ["acc_mul"] and data["extra_data"]["review"] == [
+        "Step-5 note incomplete"
+    ]
+    assert any("Not caught (LOC" in t["output"] for t in data["tests"])
+
+
+def test_review_column_in_csv(tmp_path: Path) -> None:
+    target = tmp_path / "grades.csv"
+    write_grades_csv([full_marks(), diagnosed()], target, TAGS)
+    with target.open(newline="", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    assert [r["review"] for r in rows] == ["", "Step-5 note incomplete"]

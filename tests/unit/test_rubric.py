@@ -106,7 +106,13 @@ def test_shipped_rubric_details(shipped) -> None:
     assert len(ids) == len(set(ids))
     assert shipped.check("part1.forward").expect == {"n1.data": 6.0, "n2.data": 7.0, "n3.data": 1.5, "L.data": 10.5}
     assert shipped.check("bug.step5").requires == ("bug.own_checks",)
-    assert shipped.probes["step5"].edit == "mul_backward_assign"
+    assert (shipped.check("bug.step5").compare, shipped.check("bug.step5").mutant) == ("mutant_killed", "acc_mul")
+    assert shipped.check("bug.forced_fail").mutant == "forced_fail"
+    assert shipped.check("bug.catalogue").requires == ("bug.own_checks", "bug.forced_fail")
+    assert shipped.probes["mutation"].kind == "mutation" and shipped.probes["mutation"].mutants == ()
+    # Step 5 carries most of the section's points.
+    section = next(s for s in shipped.sections if s.tag == "bug_injection")
+    assert shipped.check("bug.step5").points > section.max_points / 2
     assert shipped.probes["fd_pow_neg2_5"].exponent == -2.5
     hidden = [c for c in shipped.checks if c.visibility is Visibility.HIDDEN]
     assert hidden and all(shipped.probes[c.probe].randomized for c in hidden)

@@ -1,0 +1,661 @@
+"""Mutation operators: one deliberate bug each, applied to the student's own syntax tree.
+
+This module runs inside the sandbox (stdlib only); ``grader.mutate`` is the host's view of
+the same catalogue, with the words shown to students. Operators find their target by role,
+not by spelling: a backward closure of any name (or a helper method the operation calls),
+``x.grad += v`` or ``x.grad = x.grad + v``, operations defined in any order, ``_prev`` of any
+container type. When the target is absent an operator raises ``NotApplicable`` saying what
+it looked for; it never edits something else instead.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+STEP5 = "acc_mul"  # the handout's Step-5 bug: += becomes = in __mul__'s backward
+FORCED_FAIL = "forced_fail"  # guard mutant: every method raises
+
+Scope = ast.AST
+
+
+class NotApplicable(Exception):
+    """The operator's target is not in this file; the message says what was missing."""
+
+
+# --- reading the engine class ------------------------------------------------------------------
+
+ENGINE_METHODS = ("backward", "__add__", "__mul__", "relu", "tanh", "exp", "__pow__")
+
+
+def find_class(tree: ast.Module, class_name: str) -> ast.ClassDef:
+    """The engine class: by name, else the top-level class defining most engine methods."""
+    classes = [n for n in tree.body if isinstance(n, ast.ClassDef)]
+    for node in classes:
+        if node.name == class_name:
+            return node
+
+    def score(node: ast.ClassDef) -> int:
+        names = {item.name for item in node.body if isinstance(item, ast.FunctionDef)}
+        return sum(name in names for name in ENGINE_METHODS)
+
+    best = max(classes, key=score, default=None)
+    if best is None or score(best) < 3:
+        raise NotApplicable(f"no class {class_name} with backward(), __add__ and __mul__")
+    return best
+
+
+class Engine:
+    """Lookups shared by the operators, over one (already copied) tree."""
+
+    def __init__(self, tree: ast.Module, class_name: str):
+        self.tree = tree
+        self.cls = find_class(tree, class_name)
+        self.methods = {n.name: n for n in self.cls.body if isinstance(n, ast.FunctionDef)}
+
+    def method(self, name: str) -> ast.FunctionDef:
+        found = self.methods.get(name)
+        if found is None:
+            aliased = any(
+                isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in n.targets)
+                for n in self.cls.body
+            )
+            how = "is an alias of another method" if aliased else "is not defined"
+            raise NotApplicable(f"{self.cls.name}.{name} {how}")
+        return found
+
+    def helpers_called(self, method: ast.FunctionDef) -> list[ast.FunctionDef]:
+        """Methods of the class that ``method`` calls as ``self.x(...)`` or ``Cls.x(...)``."""
+        names = []
+        for node in ast.walk(method):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                owner = node.func.value
+                if isinstance(owner, ast.Name) and node.func.attr in self.methods:
+                    names.append(node.func.attr)
+        return [self.methods[n] for n in dict.fromkeys(names) if self.methods[n] is not method]
+
+    def backward_scopes(self, name: str) -> list[Scope]:
+        """Where ``name``'s local gradient rule lives: closures inside it, else helpers it calls."""
+        method = self.method(name)
+        nested: list[Scope] = [
+            n for n in ast.walk(method) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n is not method
+        ]
+        if any(grad_writes(s) for s in nested):
+            return nested
+        helpers: list[Scope] = [h for h in self.helpers_called(method) if grad_writes(h)]
+        if helpers:
+            return helpers
+        raise NotApplicable(f"{name} has no backward rule writing `<x>.grad += ...`")
+
+    def writes(self, name: str) -> list[ast.stmt]:
+        return [w for scope in self.backward_scopes(name) for w in grad_writes(scope)]
+
+    def sweep_scopes(self) -> list[Scope]:
+        """backward() and what it calls: helper methods, or module-level functions (a topo builder, say)."""
+        method = self.method("backward")
+        functions = {n.name: n for n in self.tree.body if isinstance(n, ast.FunctionDef)}
+        called = [
+            functions[n.func.id]
+            for n in ast.walk(method)
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in functions
+        ]
+        return [method, *self.helpers_called(method), *dict.fromkeys(called)]
+
+
+def _is_grad(node: ast.AST) -> bool:
+    return isinstance(node, ast.Attribute) and node.attr == "grad"
+
+
+def grad_writes(scope: Scope) -> list[ast.stmt]:
+    """``x.grad += v`` and ``x.grad = x.grad + v`` statements, in source order."""
+    found: list[ast.stmt] = []
+    for node in ast.walk(scope):
+        if isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Add) and _is_grad(node.target):
+            found.append(node)
+        elif (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and _is_grad(node.targets[0])
+            and isinstance(node.value, ast.BinOp)
+            and isinstance(node.value.op, ast.Add)
+            and ast.dump(_as_load(node.targets[0])) in (ast.dump(node.value.left), ast.dump(node.value.right))
+        ):
+            found.append(node)
+    return sorted(found, key=lambda n: (n.lineno, n.col_offset))
+
+
+def _as_load(node: ast.expr) -> ast.expr:
+    clone = copy.deepcopy(node)
+    for sub in ast.walk(clone):
+        if hasattr(sub, "ctx"):
+            sub.ctx = ast.Load()
+    return clone
+
+
+def _grad_on_left(write: ast.Assign) -> bool:
+    assert isinstance(write.value, ast.BinOp)
+    return ast.dump(write.value.left) == ast.dump(_as_load(write.targets[0]))
+
+
+def increment(write: ast.stmt) -> ast.expr:
+    """The value a grad write adds (``v`` in ``x.grad += v``, ``x.grad = x.grad + v`` or ``v + x.grad``)."""
+    if isinstance(write, ast.AugAssign):
+        return write.value
+    assert isinstance(write, ast.Assign) and isinstance(write.value, ast.BinOp)
+    return write.value.right if _grad_on_left(write) else write.value.left
+
+
+def set_increment(write: ast.stmt, value: ast.expr) -> None:
+    if isinstance(write, ast.AugAssign):
+        write.value = value
+    else:
+        assert isinstance(write, ast.Assign) and isinstance(write.value, ast.BinOp)
+        if _grad_on_left(write):
+            write.value.right = value
+        else:
+            write.value.left = value
+
+
+def target_owner(write: ast.stmt) -> str | None:
+    """``self`` in ``self.grad += ...`` (None when the target is not a plain name)."""
+    target = write.target if isinstance(write, ast.AugAssign) else write.targets[0]  # type: ignore[attr-defined]
+    assert isinstance(target, ast.Attribute)
+    return target.value.id if isinstance(target.value, ast.Name) else None
+
+
+def upstream_owners(writes: list[ast.stmt]) -> set[str]:
+    """Names whose ``.grad`` is read inside the increments: the output node (``out``)."""
+    owners = set()
+    for write in writes:
+        for node in ast.walk(increment(write)):
+            if _is_grad(node) and isinstance(node.value, ast.Name):  # type: ignore[attr-defined]
+                owners.add(node.value.id)  # type: ignore[attr-defined]
+    return owners
+
+
+def self_name(method: ast.FunctionDef) -> str:
+    if not method.args.args:
+        raise NotApplicable(f"{method.name} takes no self argument")
+    return method.args.args[0].arg
+
+
+# --- small tree edits ------------------------------------------------------------------------------
+
+
+class _Replace(ast.NodeTransformer):
+    """Replace nodes (by identity) with new ones; ``None`` removes a statement (left as pass)."""
+
+    def __init__(self, swaps: dict[int, ast.AST | None]):
+        self.swaps = swaps
+
+    def generic_visit(self, node: ast.AST) -> ast.AST:
+        for field, old in ast.iter_fields(node):
+            if isinstance(old, list):
+                new_items = []
+                for item in old:
+                    if isinstance(item, ast.AST) and id(item) in self.swaps:
+                        swapped = self.swaps[id(item)]
+                        new_items.append(swapped if swapped is not None else _pass(item))
+                    elif isinstance(item, ast.AST):
+                        new_items.append(self.visit(item))
+                    else:
+                        new_items.append(item)
+                setattr(node, field, new_items)
+            elif isinstance(old, ast.AST):
+                if id(old) in self.swaps:
+                    swapped = self.swaps[id(old)]
+                    setattr(node, field, swapped if swapped is not None else _pass(old))
+                else:
+                    setattr(node, field, self.visit(old))
+        return node
+
+
+def _pass(where: ast.AST) -> ast.stmt:
+    return ast.copy_location(ast.Pass(), where)
+
+
+def replace(tree: ast.Module, swaps: dict[int, ast.AST | None]) -> None:
+    _Replace(swaps).visit(tree)
+
+
+def _walk(scopes: list[Scope]) -> Iterator[ast.AST]:
+    for scope in scopes:
+        yield from ast.walk(scope)
+
+
+def _const(value: float, where: ast.AST) -> ast.expr:
+    return ast.copy_location(ast.Constant(value), where)
+
+
+def _number(node: ast.AST) -> float | None:
+    """The value of a numeric literal, including ``-1`` written as a unary minus."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
+        return float(node.value)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        inner = _number(node.operand)
+        return None if inner is None else -inner
+    return None
+
+
+def _lines(*nodes: ast.AST) -> list[int]:
+    return sorted({getattr(n, "lineno", 0) for n in nodes if getattr(n, "lineno", 0)})
+
+
+# --- the operators ---------------------------------------------------------------------------------
+
+Transform = Callable[[Engine], list[int]]
+
+
+@dataclass(frozen=True)
+class Operator:
+    id: str
+    family: str  # ACC, CHAIN, LOC, TOPO, SEED, FWD
+    summary: str  # the bug, in a few words
+    transform: Transform
+
+
+def _accumulate_to_assign(method: str) -> Transform:
+    def transform(engine: Engine) -> list[int]:
+        writes = engine.writes(method)
+        swaps: dict[int, ast.AST | None] = {}
+        for write in writes:
+            target = write.target if isinstance(write, ast.AugAssign) else write.targets[0]  # type: ignore[attr-defined]
+            swaps[id(write)] = ast.copy_location(ast.Assign(targets=[target], value=increment(write)), write)
+        replace(engine.tree, swaps)
+        return _lines(*writes)
+
+    return transform
+
+
+def _add_forgets_operand(engine: Engine) -> list[int]:
+    writes = engine.writes("__add__")
+    if len(writes) < 2:
+        raise NotApplicable("__add__'s backward writes fewer than two gradients")
+    replace(engine.tree, {id(writes[-1]): None})
+    return _lines(writes[-1])
+
+
+def _mul_drops_upstream(engine: Engine) -> list[int]:
+    writes = engine.writes("__mul__")
+    ups = upstream_owners(writes)
+    swaps: dict[int, ast.AST | None] = {}
+    for write in writes:
+        for node in ast.walk(increment(write)):
+            if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
+                for keep, drop in ((node.left, node.right), (node.right, node.left)):
+                    if _is_grad(drop) and isinstance(drop.value, ast.Name) and drop.value.id in ups:  # type: ignore[attr-defined]
+                        swaps[id(node)] = keep
+                        break
+    if not swaps:
+        raise NotApplicable("__mul__'s backward does not multiply by the output's .grad")
+    _swap_in_increments(engine, writes, swaps)
+    return _lines(*writes)
+
+
+def _swap_in_increments(engine: Engine, writes: list[ast.stmt], swaps: dict[int, ast.AST | None]) -> None:
+    # An increment may itself be the node to swap; set it directly, then edit the rest in place.
+    for write in writes:
+        value = increment(write)
+        if id(value) in swaps:
+            new = swaps.pop(id(value))
+            assert isinstance(new, ast.expr)
+            set_increment(write, new)
+    replace(engine.tree, swaps)
+
+
+def _mul_own_operand(engine: Engine) -> list[int]:
+    writes = engine.writes("__mul__")
+    ups = upstream_owners(writes)
+    write = writes[0]
+    owner = target_owner(write)
+    if owner is None:
+        raise NotApplicable("__mul__'s backward writes a gradient not held by a plain name")
+    swaps: dict[int, ast.AST | None] = {}
+    for node in ast.walk(increment(write)):
+        if (
+            isinstance(node, ast.Attribute)
+            and node.attr == "data"
+            and isinstance(node.value, ast.Name)
+            and node.value.id not in ups
+            and node.value.id != owner
+        ):
+            swaps[id(node)] = ast.copy_location(
+                ast.Attribute(value=ast.Name(owner, ast.Load()), attr="data", ctx=ast.Load()), node
+            )
+    if not swaps:
+        raise NotApplicable("__mul__'s backward does not read the other operand's .data")
+    _swap_in_increments(engine, [write], swaps)
+    return _lines(write)
+
+
+def _mul_subtracts(engine: Engine) -> list[int]:
+    writes = engine.writes("__mul__")
+    swaps: dict[int, ast.AST | None] = {}
+    for write in writes:
+        target = write.target if isinstance(write, ast.AugAssign) else write.targets[0]  # type: ignore[attr-defined]
+        swaps[id(write)] = ast.copy_location(ast.AugAssign(target=target, op=ast.Sub(), value=increment(write)), write)
+    replace(engine.tree, swaps)
+    return _lines(*writes)
+
+
+def _pow_exponent(writes: list[ast.stmt]) -> tuple[ast.BinOp, ast.expr, ast.Constant]:
+    """The ``base ** (n - 1)`` inside pow's backward: (that power, n, the literal 1)."""
+    for write in writes:
+        for node in ast.walk(increment(write)):
+            if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow):
+                power = node.right
+                if (
+                    isinstance(power, ast.BinOp)
+                    and isinstance(power.op, ast.Sub)
+                    and isinstance(power.right, ast.Constant)
+                    and _number(power.right) == 1.0
+                ):
+                    return node, power.left, power.right
+    raise NotApplicable("__pow__'s backward has no `x ** (n - 1)` term")
+
+
+def _pow_no_factor(engine: Engine) -> list[int]:
+    writes = engine.writes("__pow__")
+    _, exponent, _ = _pow_exponent(writes)
+    wanted = ast.dump(exponent)
+    for write in writes:
+        for node in ast.walk(increment(write)):
+            if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
+                for keep, drop in ((node.left, node.right), (node.right, node.left)):
+                    if ast.dump(drop) == wanted:
+                        _swap_in_increments(engine, [write], {id(node): keep})
+                        return _lines(write)
+    raise NotApplicable("__pow__'s backward does not multiply by the exponent")
+
+
+def _pow_exponent_off(engine: Engine) -> list[int]:
+    writes = engine.writes("__pow__")
+    _, _, one = _pow_exponent(writes)
+    one.value = 2 if isinstance(one.value, int) else 2.0
+    return _lines(one)
+
+
+_STRICTER = {ast.Gt: ast.GtE, ast.Lt: ast.LtE, ast.GtE: ast.Gt, ast.LtE: ast.Lt}
+
+
+def _relu_gate(engine: Engine) -> list[int]:
+    for node in _walk(engine.backward_scopes("relu")):
+        if isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in _STRICTER:
+            node.ops = [_STRICTER[type(node.ops[0])]()]
+            return _lines(node)
+    raise NotApplicable("relu's backward has no comparison gating the gradient")
+
+
+def _square_in(scopes: list[Scope]) -> tuple[ast.BinOp, ast.expr]:
+    """``t * t`` or ``t ** 2`` in tanh's backward: the node and ``t``."""
+    for node in _walk(scopes):
+        if isinstance(node, ast.BinOp):
+            if isinstance(node.op, ast.Mult) and ast.dump(node.left) == ast.dump(node.right):
+                return node, node.left
+            if isinstance(node.op, ast.Pow) and _number(node.right) == 2.0:
+                return node, node.left
+    raise NotApplicable("tanh's backward has no `t * t` or `t ** 2` term")
+
+
+def _tanh_linear(engine: Engine) -> list[int]:
+    scopes = engine.backward_scopes("tanh")
+    square, base = _square_in(scopes)
+    replace(engine.tree, {id(square): copy.deepcopy(base)})
+    return _lines(square)
+
+
+def _tanh_input(engine: Engine) -> list[int]:
+    me = self_name(engine.method("tanh"))
+    scopes = engine.backward_scopes("tanh")
+    square, base = _square_in(scopes)
+    own = ast.Attribute(value=ast.Name(me, ast.Load()), attr="data", ctx=ast.Load())
+    if ast.dump(base) == ast.dump(own):
+        raise NotApplicable("tanh's backward already squares its input")
+    new = ast.copy_location(ast.BinOp(left=own, op=ast.Mult(), right=copy.deepcopy(own)), square)
+    replace(engine.tree, {id(square): new})
+    return _lines(square)
+
+
+def _exp_derivative_x(engine: Engine) -> list[int]:
+    me = self_name(engine.method("exp"))
+    writes = engine.writes("exp")
+    ups = upstream_owners(writes)
+    own = ast.Attribute(value=ast.Name(me, ast.Load()), attr="data", ctx=ast.Load())
+    swaps: dict[int, ast.AST | None] = {}
+    for write in writes:
+        for node in ast.walk(increment(write)):
+            is_out_data = (
+                isinstance(node, ast.Attribute)
+                and node.attr == "data"
+                and isinstance(node.value, ast.Name)
+                and node.value.id in ups
+            )
+            func = node.func if isinstance(node, ast.Call) else None
+            is_exp_call = (
+                isinstance(node, ast.Call)
+                and len(node.args) == 1
+                and (
+                    (isinstance(func, ast.Attribute) and func.attr == "exp")
+                    or (isinstance(func, ast.Name) and func.id == "exp")
+                )
+            )
+            if is_out_data or is_exp_call:
+                swaps[id(node)] = ast.copy_location(copy.deepcopy(own), node)
+    if not swaps:
+        raise NotApplicable("exp's backward reads neither the output's .data nor exp(x)")
+    _swap_in_increments(engine, writes, swaps)
+    return _lines(*writes)
+
+
+def _log_derivative_x(engine: Engine) -> list[int]:
+    writes = engine.writes("log")
+    for write in writes:
+        for node in ast.walk(increment(write)):
+            if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
+                node.op = ast.Mult()
+                return _lines(write)
+            if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow) and _number(node.right) == -1.0:
+                _swap_in_increments(engine, [write], {id(node): node.left})
+                return _lines(write)
+    raise NotApplicable("log's backward has no division by x (or x ** -1)")
+
+
+def _not_reversed(engine: Engine) -> list[int]:
+    for node in _walk(engine.sweep_scopes()):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "reversed":
+            if len(node.args) == 1:
+                replace(engine.tree, {id(node): node.args[0]})
+                return _lines(node)
+        if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice):
+            step = node.slice.step
+            if step is not None and _number(step) == -1.0 and node.slice.lower is None and node.slice.upper is None:
+                replace(engine.tree, {id(node): node.value})
+                return _lines(node)
+        if (
+            isinstance(node, ast.Expr)
+            and isinstance(node.value, ast.Call)
+            and isinstance(node.value.func, ast.Attribute)
+            and node.value.func.attr == "reverse"
+        ):
+            replace(engine.tree, {id(node): None})
+            return _lines(node)
+    raise NotApplicable("backward() never reverses its topological order (reversed(...), [::-1] or .reverse())")
+
+
+def _no_visited(engine: Engine) -> list[int]:
+    swaps: dict[int, ast.AST | None] = {}
+    for node in _walk(engine.sweep_scopes()):
+        if (
+            isinstance(node, ast.Compare)
+            and len(node.ops) == 1
+            and isinstance(node.ops[0], (ast.In, ast.NotIn))
+            and not isinstance(node.comparators[0], (ast.Tuple, ast.List, ast.Set, ast.Constant))
+        ):
+            swaps[id(node)] = ast.copy_location(ast.Constant(isinstance(node.ops[0], ast.NotIn)), node)
+    if not swaps:
+        raise NotApplicable("backward() has no `in visited` membership test")
+    lines = _lines(*(n for n in _walk(engine.sweep_scopes()) if id(n) in swaps))
+    replace(engine.tree, swaps)
+    return lines
+
+
+def _seed_assignments(method: ast.FunctionDef, me: str, value: float) -> list[ast.Assign | ast.AnnAssign]:
+    """``me.grad = value`` (or ``me.grad: float = value``) statements in ``method``."""
+    found: list[ast.Assign | ast.AnnAssign] = []
+    for n in ast.walk(method):
+        if isinstance(n, ast.Assign) and len(n.targets) == 1:
+            target: ast.expr = n.targets[0]
+        elif isinstance(n, ast.AnnAssign) and n.value is not None:
+            target = n.target
+        else:
+            continue
+        if (
+            _is_grad(target)
+            and isinstance(target.value, ast.Name)  # type: ignore[attr-defined]
+            and target.value.id == me  # type: ignore[attr-defined]
+            and n.value is not None
+            and _number(n.value) == value
+        ):
+            found.append(n)
+    return found
+
+
+def _seed_zero(engine: Engine) -> list[int]:
+    method = engine.method("backward")
+    found = _seed_assignments(method, self_name(method), 1.0)
+    if not found:
+        raise NotApplicable("backward() has no `self.grad = 1.0` seed")
+    for node in found:
+        node.value = _const(0.0, node)
+    return _lines(*found)
+
+
+def _leaf_one(engine: Engine) -> list[int]:
+    method = engine.method("__init__")
+    found = _seed_assignments(method, self_name(method), 0.0)
+    if not found:
+        raise NotApplicable("__init__ has no `self.grad = 0` initialisation")
+    for node in found:
+        node.value = _const(1.0, node)
+    return _lines(*found)
+
+
+def _drop_negation(method: str, fallback: tuple[type[ast.operator], type[ast.operator]] | None = None) -> Transform:
+    """Remove the first minus sign in ``method`` (``self * -1`` -> ``self * 1``); else swap an operator."""
+
+    def transform(engine: Engine) -> list[int]:
+        body = engine.method(method)
+        for node in ast.walk(body):
+            if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+                replace(engine.tree, {id(node): node.operand})
+                return _lines(node)
+            value = _number(node)
+            if isinstance(node, ast.Constant) and value is not None and value < 0:
+                node.value = -value
+                return _lines(node)
+        if fallback:
+            return _swap_operator(method, *fallback)(engine)
+        raise NotApplicable(f"{method} has no minus sign")
+
+    return transform
+
+
+def _swap_operator(method: str, old: type[ast.operator], new: type[ast.operator]) -> Transform:
+    """Swap the first ``old`` operator in ``method`` for ``new``; ``x.__add__(y)`` counts as ``x + y``."""
+
+    def transform(engine: Engine) -> list[int]:
+        for node in ast.walk(engine.method(method)):
+            if isinstance(node, ast.BinOp) and isinstance(node.op, old):
+                node.op = new()
+                return _lines(node)
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == _DUNDER[old]:
+                node.func.attr = _DUNDER[new]
+                return _lines(node)
+        raise NotApplicable(f"{method} has no `{_SYMBOL[old]}`")
+
+    return transform
+
+
+_SYMBOL = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**"}
+_DUNDER = {ast.Add: "__add__", ast.Sub: "__sub__", ast.Mult: "__mul__", ast.Div: "__truediv__", ast.Pow: "__pow__"}
+
+
+def _div_square(engine: Engine) -> list[int]:
+    body = engine.method("__truediv__")
+    for node in ast.walk(body):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow) and _number(node.right) == -1.0:
+            node.right = _const(-2.0, node.right)
+            return _lines(node)
+    return _swap_operator("__truediv__", ast.Div, ast.Mult)(engine)
+
+
+def _forced_fail(engine: Engine) -> list[int]:
+    edited = []
+    for method in engine.methods.values():
+        start = (
+            1
+            if method.body
+            and isinstance(method.body[0], ast.Expr)
+            and isinstance(getattr(method.body[0], "value", None), ast.Constant)
+            else 0
+        )
+        boom = ast.parse("raise RuntimeError('forced-fail mutant: every method raises')").body[0]
+        method.body.insert(start, ast.copy_location(boom, method))
+        edited.append(method.lineno)
+    if not edited:
+        raise NotApplicable("the engine class has no methods")
+    return sorted(edited)
+
+
+CATALOGUE: tuple[Operator, ...] = (
+    *(
+        Operator(f"acc_{op}", "ACC", f"`+=` becomes `=` in {method}'s backward", _accumulate_to_assign(method))
+        for op, method in (
+            ("add", "__add__"),
+            ("mul", "__mul__"),
+            ("pow", "__pow__"),
+            ("relu", "relu"),
+            ("tanh", "tanh"),
+            ("exp", "exp"),
+            ("log", "log"),
+        )
+    ),
+    Operator("chain_add_one_operand", "CHAIN", "__add__'s backward updates only one operand", _add_forgets_operand),
+    Operator("chain_mul_no_upstream", "CHAIN", "__mul__'s backward drops the upstream out.grad", _mul_drops_upstream),
+    Operator("loc_mul_own_operand", "LOC", "__mul__'s backward uses the operand's own value", _mul_own_operand),
+    Operator("loc_mul_subtract", "LOC", "`+=` becomes `-=` in __mul__'s backward", _mul_subtracts),
+    Operator("loc_pow_no_factor", "LOC", "pow's derivative misses the factor n", _pow_no_factor),
+    Operator("loc_pow_exponent", "LOC", "pow's derivative uses x**(n-2)", _pow_exponent_off),
+    Operator("loc_relu_gate", "LOC", "relu's gradient gate flips strictness (> vs >=)", _relu_gate),
+    Operator("loc_tanh_linear", "LOC", "tanh's derivative is 1 - t instead of 1 - t**2", _tanh_linear),
+    Operator("loc_tanh_input", "LOC", "tanh's derivative is 1 - x**2 (the input, not the output)", _tanh_input),
+    Operator("loc_exp_derivative", "LOC", "exp's derivative is x instead of exp(x)", _exp_derivative_x),
+    Operator("loc_log_derivative", "LOC", "log's derivative is x instead of 1/x", _log_derivative_x),
+    Operator("topo_not_reversed", "TOPO", "backward() walks the topological order forwards", _not_reversed),
+    Operator("topo_no_visited", "TOPO", "the topological sort drops its visited check", _no_visited),
+    Operator("seed_root_zero", "SEED", "backward() seeds the output's grad with 0", _seed_zero),
+    Operator("seed_leaf_one", "SEED", "new nodes start with grad 1 instead of 0", _leaf_one),
+    Operator("fwd_neg", "FWD", "-x computes x (the minus sign is lost)", _drop_negation("__neg__")),
+    Operator("fwd_sub", "FWD", "a - b computes a + b", _drop_negation("__sub__", (ast.Sub, ast.Add))),
+    Operator("fwd_div", "FWD", "a / b computes a * b**-2", _div_square),
+    Operator("fwd_rdiv", "FWD", "k / x computes k * x", _drop_negation("__rtruediv__", (ast.Div, ast.Mult))),
+    Operator("fwd_rsub", "FWD", "k - x computes k + x", _drop_negation("__rsub__", (ast.Sub, ast.Add))),
+    Operator("fwd_radd", "FWD", "k + x computes x - k", _swap_operator("__radd__", ast.Add, ast.Sub)),
+    Operator("fwd_rmul", "FWD", "k * x computes x / k", _swap_operator("__rmul__", ast.Mult, ast.Div)),
+)
+
+GUARDS: tuple[Operator, ...] = (Operator(FORCED_FAIL, "GUARD", "every method raises", _forced_fail),)
+
+BY_ID: dict[str, Operator] = {op.id: op for op in (*CATALOGUE, *GUARDS)}
+
+
+def mutate(tree: ast.Module, operator_id: str, class_name: str) -> tuple[ast.Module, list[int]]:
+    """A mutated copy of ``tree`` and the lines edited; the original is left untouched."""
+    operator = BY_ID.get(operator_id)
+    if operator is None:
+        raise NotApplicable(f"unknown mutation {operator_id!r}")
+    copied = copy.deepcopy(tree)
+    lines = operator.transform(Engine(copied, class_name))
+    return ast.fix_missing_locations(copied), lines
