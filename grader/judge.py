@@ -245,7 +245,9 @@ def _mutant_killed(ctx: _Context, index: int) -> _Verdict:
         return _unreported(ctx)
     summary = BY_ID[name].summary
     lines = ", ".join(str(n) for n in script.get("lines", []))
-    edited = f" (line(s) {lines})" if lines else ""
+    # The forced-fail mutant edits every method; listing them all says nothing.
+    edited = f" (line(s) {lines})" if lines and name != FORCED_FAIL else ""
+    quantity = "python autograd_lab.py with the bug in place"
     outcome = script["outcome"]
     if outcome == "not_applicable":
         return _Verdict(
@@ -253,11 +255,11 @@ def _mutant_killed(ctx: _Context, index: int) -> _Verdict:
         )
     if outcome in ("failed", "crashed"):
         got = _failure_words(script) if outcome == "failed" else script.get("message", "crashed")
-        return _Verdict(True, [Comparison(f"your checks with {summary}{edited}", "fail", f"failed ({got})", True)])
+        return _Verdict(True, [Comparison(quantity, "fails", f"failed ({got})", True)], problem=f"{summary}{edited}")
     if outcome == "timeout":
         return _Verdict(
             False,
-            [Comparison(f"your checks with {summary}{edited}", "fail", "did not finish", False)],
+            [Comparison(quantity, "fails", "did not finish", False)],
             problem=f"With {summary}{edited}, your checks ran past {script.get('limit', 0):g} s: "
             "a timeout is not counted as catching the bug.",
             kind="timeout",
@@ -271,9 +273,15 @@ def _mutant_killed(ctx: _Context, index: int) -> _Verdict:
         )
     else:
         problem = f"With {summary}{edited}, `python autograd_lab.py` still passes."
-    return _Verdict(
-        False, [Comparison(f"your checks with {summary}{edited}", "fail", "passed", False)], problem=problem
-    )
+    return _Verdict(False, [Comparison(quantity, "fails", "passed", False)], problem=problem)
+
+
+# The grader's programs hanging or crashing on a mutant is a difference its checks would see.
+_ORACLE_FAILURES = ("timeout", "killed", "exited", "output_limit", "record_limit")
+
+
+def _detectable(oracle: dict[str, Any]) -> bool:
+    return bool(oracle.get("differs")) or oracle.get("status") in _ORACLE_FAILURES
 
 
 def _score_verdicts(ctx: _Context) -> tuple[list[_Verdict], list[str]]:
@@ -286,6 +294,7 @@ def _score_verdicts(ctx: _Context) -> tuple[list[_Verdict], list[str]]:
     timeouts: list[str] = []
     equivalent: list[str] = []
     absent: list[str] = []
+    skipped: list[str] = []  # the grading time budget ran out before these ran
     for op in CATALOGUE:
         record = mutants.get(op.id)
         if record is None or "script" not in record:
@@ -294,8 +303,8 @@ def _score_verdicts(ctx: _Context) -> tuple[list[_Verdict], list[str]]:
         if outcome == "not_applicable":
             absent.append(op.id)
         elif outcome == "not_run":
-            continue
-        elif not record.get("oracle", {}).get("differs"):
+            skipped.append(op.id)
+        elif not _detectable(record.get("oracle", {})):
             equivalent.append(op.id)  # the grader cannot tell it apart either: not counted
         elif outcome == "timeout":
             timeouts.append(op.id)
@@ -306,6 +315,10 @@ def _score_verdicts(ctx: _Context) -> tuple[list[_Verdict], list[str]]:
     counted = killed + survived
     if not counted:
         why = "none of the catalogue's bugs changed what the grader observes of your engine"
+        if skipped:
+            why = "the grading time budget ran out before the injected bugs could be tried"
+        elif timeouts:
+            why = "every injected bug the grader detects made your checks run past the time limit"
         return [_Verdict(False, problem=f"No mutation score: {why}.", kind="not_run")], []
     verdicts = [_Verdict(True) for _ in killed] + [_Verdict(False) for _ in survived]
     notes = [f"Your checks caught {len(killed)} of the {len(counted)} injected bugs that the grader's checks detect."]
@@ -327,6 +340,8 @@ def _score_verdicts(ctx: _Context) -> tuple[list[_Verdict], list[str]]:
             f"{len(equivalent)} edit(s) did not change your engine's behaviour on the grader's checks "
             "and were not counted."
         )
+    if skipped:
+        notes.append(f"{len(skipped)} bug(s) were not tried: the grading time budget ran out (slow checks?).")
     if absent:
         notes.append(f"{len(absent)} edit(s) had no target in your code (written differently) and were not counted.")
     return verdicts, notes

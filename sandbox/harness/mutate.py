@@ -522,24 +522,19 @@ def _seed_assignments(method: ast.FunctionDef, me: str, value: float) -> list[as
     return found
 
 
-def _seed_zero(engine: Engine) -> list[int]:
-    method = engine.method("backward")
-    found = _seed_assignments(method, self_name(method), 1.0)
-    if not found:
-        raise NotApplicable("backward() has no `self.grad = 1.0` seed")
-    for node in found:
-        node.value = _const(0.0, node)
-    return _lines(*found)
+def _reseed(method_name: str, old: float, new: float, missing: str) -> Transform:
+    """``self.grad = old`` becomes ``self.grad = new`` in ``method_name``."""
 
+    def transform(engine: Engine) -> list[int]:
+        method = engine.method(method_name)
+        found = _seed_assignments(method, self_name(method), old)
+        if not found:
+            raise NotApplicable(missing)
+        for node in found:
+            node.value = _const(new, node)
+        return _lines(*found)
 
-def _leaf_one(engine: Engine) -> list[int]:
-    method = engine.method("__init__")
-    found = _seed_assignments(method, self_name(method), 0.0)
-    if not found:
-        raise NotApplicable("__init__ has no `self.grad = 0` initialisation")
-    for node in found:
-        node.value = _const(1.0, node)
-    return _lines(*found)
+    return transform
 
 
 def _drop_negation(method: str, fallback: tuple[type[ast.operator], type[ast.operator]] | None = None) -> Transform:
@@ -635,8 +630,18 @@ CATALOGUE: tuple[Operator, ...] = (
     Operator("loc_log_derivative", "LOC", "log's derivative is x instead of 1/x", _log_derivative_x),
     Operator("topo_not_reversed", "TOPO", "backward() walks the topological order forwards", _not_reversed),
     Operator("topo_no_visited", "TOPO", "the topological sort drops its visited check", _no_visited),
-    Operator("seed_root_zero", "SEED", "backward() seeds the output's grad with 0", _seed_zero),
-    Operator("seed_leaf_one", "SEED", "new nodes start with grad 1 instead of 0", _leaf_one),
+    Operator(
+        "seed_root_zero",
+        "SEED",
+        "backward() seeds the output's grad with 0",
+        _reseed("backward", 1.0, 0.0, "backward() has no `self.grad = 1.0` seed"),
+    ),
+    Operator(
+        "seed_leaf_one",
+        "SEED",
+        "new nodes start with grad 1 instead of 0",
+        _reseed("__init__", 0.0, 1.0, "__init__ has no `self.grad = 0` initialisation"),
+    ),
     Operator("fwd_neg", "FWD", "-x computes x (the minus sign is lost)", _drop_negation("__neg__")),
     Operator("fwd_sub", "FWD", "a - b computes a + b", _drop_negation("__sub__", (ast.Sub, ast.Add))),
     Operator("fwd_div", "FWD", "a / b computes a * b**-2", _div_square),
@@ -651,11 +656,14 @@ GUARDS: tuple[Operator, ...] = (Operator(FORCED_FAIL, "GUARD", "every method rai
 BY_ID: dict[str, Operator] = {op.id: op for op in (*CATALOGUE, *GUARDS)}
 
 
-def mutate(tree: ast.Module, operator_id: str, class_name: str) -> tuple[ast.Module, list[int]]:
-    """A mutated copy of ``tree`` and the lines edited; the original is left untouched."""
+def mutate(
+    tree: ast.Module, operator_id: str, class_name: str, *, in_place: bool = False
+) -> tuple[ast.Module, list[int]]:
+    """A mutated copy of ``tree`` and the lines edited; the original is left untouched unless
+    ``in_place`` (a tree parsed just for this mutant: copying costs more than parsing)."""
     operator = BY_ID.get(operator_id)
     if operator is None:
         raise NotApplicable(f"unknown mutation {operator_id!r}")
-    copied = copy.deepcopy(tree)
+    copied = tree if in_place else copy.deepcopy(tree)
     lines = operator.transform(Engine(copied, class_name))
     return ast.fix_missing_locations(copied), lines

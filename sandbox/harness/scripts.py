@@ -29,7 +29,7 @@ def run_script(source: str, filename: str, class_name: str, edit: str | None) ->
     record: dict[str, Any] = {"edit": edit}
     if edit:
         try:
-            tree, lines = mutate.mutate(tree, edit, class_name)
+            tree, lines = mutate.mutate(tree, edit, class_name, in_place=True)
         except mutate.NotApplicable as reason:
             return {"outcome": "not_applicable", "reason": str(reason), "edit": edit}
         record["edited_lines"] = lines

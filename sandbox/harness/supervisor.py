@@ -331,15 +331,22 @@ class Supervisor:
 
         return task
 
-    def _task_oracle(self, mutant: str | None, oracle: list[tuple[str, dict[str, Any]]]) -> Task:
+    def _task_oracle(
+        self, mutant: str | None, oracle: list[tuple[str, dict[str, Any]]], baseline: dict[str, Any] | None
+    ) -> Task:
         """Run the grader's programs on the engine (mutated or not), loaded definitions-only so
-        the student's top-level checks cannot stop a mutant from loading."""
+        the student's top-level checks cannot stop a mutant from loading.
+
+        Without a baseline every observation is sent back; with one (a mutant) the child stops
+        at the first program whose observations differ and names it, which for most mutants
+        is one of the first programs: the fork already holds the baseline, so nothing more
+        needs to cross the pipe."""
 
         def task(write: Write) -> None:
             loader.install_stand_ins(self.plan.get("stand_ins", []))
             tree = loader.parse(self.source, self.filename)
             if mutant is not None:
-                tree, _ = mutate.mutate(tree, mutant, self.class_name_found)
+                tree, _ = mutate.mutate(tree, mutant, self.class_name_found, in_place=True)
             module, _ = loader.load_module(self.source, self.filename, "definitions", tree=tree)
             cls, _ = loader.find_engine(module, self.class_name_found)
             make, _ = loader.constructor(cls)
@@ -348,7 +355,13 @@ class Supervisor:
                     obs = programs.run_program(make, program, _ignore)
                 except programs.ProgramError as failure:
                     obs = {"__error__": type(failure.error).__name__[:60]}
-                write({"t": "oracle", "k": key, "obs": obs})
+                if baseline is None:
+                    write({"t": "oracle", "k": key, "obs": obs})
+                elif not _same(baseline.get(key), obs):
+                    write({"t": "oracle", "differs": key})
+                    return
+            if baseline is not None:
+                write({"t": "oracle", "differs": None})
 
         return task
 
@@ -374,20 +387,33 @@ class Supervisor:
             out["output"] = str(summary.get("output", ""))[:4000]
         return out
 
-    def _oracle_run(
-        self, mutant: str | None, oracle: list[tuple[str, dict[str, Any]]], timeout: float
-    ) -> tuple[dict[str, Any], str, float]:
-        records, summary = self.run_child(self._task_oracle(mutant, oracle), timeout=timeout, progress_resets=False)
+    def _oracle_baseline(self, oracle: list[tuple[str, dict[str, Any]]]) -> tuple[dict[str, Any], str, float]:
+        task = self._task_oracle(None, oracle, None)
+        records, summary = self.run_child(task, timeout=self.script_seconds, progress_resets=False)
         observed = {str(r.get("k")): r.get("obs") for r in records if r.get("t") == "oracle"}
         status = "ok" if len(observed) == len(oracle) else str(summary.get("status", "error"))
         return observed, status, float(summary.get("elapsed", 0.0))
+
+    def _oracle_verdict(
+        self, mutant: str, oracle: list[tuple[str, dict[str, Any]]], baseline: dict[str, Any], timeout: float
+    ) -> dict[str, Any]:
+        """Does the mutant behave differently from the student's engine on the grader's programs?"""
+        task = self._task_oracle(mutant, oracle, baseline)
+        records, summary = self.run_child(task, timeout=timeout, progress_resets=False)
+        verdict = next((r for r in records if r.get("t") == "oracle" and "differs" in r), None)
+        if verdict is None:
+            # Hanging or crashing on the grader's programs is itself a difference the checks see.
+            return {"status": str(summary.get("status", "error")), "differs": []}
+        key = verdict["differs"]
+        return {"status": "ok", "differs": [key.split(":")[0]] if isinstance(key, str) else []}
 
     def run_mutation(self, probe: dict[str, Any]) -> None:
         """The bug-injection probe: the student's checks against each mutant of their own file.
 
         First the validity gate (the unmutated file passes its own checks), then per mutant two
         children: the student's checks (do they fail?) and the grader's programs (does the
-        mutant behave differently from the student's engine at all?). Per-mutant time limits
+        mutant behave differently from the student's engine at all? If not, it is equivalent
+        for this student and does not count). Per-mutant time limits
         scale with the clean runs, so one looping mutant cannot eat the whole budget.
         """
         probe_id = probe["id"]
@@ -404,7 +430,7 @@ class Supervisor:
             self.emit({"t": "probe_end", "probe": probe_id, "status": "ok", "reason": "gate"})
             return
         script_limit = min(self.script_seconds, 2.0 + 5.0 * float(clean["elapsed"]))
-        baseline, base_status, base_elapsed = self._oracle_run(None, oracle, self.script_seconds)
+        baseline, base_status, base_elapsed = self._oracle_baseline(oracle)
         oracle_limit = min(self.script_seconds, 2.0 + 5.0 * base_elapsed)
         self.emit({"t": "mutant", "probe": probe_id, "mutant": "oracle_baseline", "oracle": {"status": base_status}})
         for name in probe.get("mutants", []):
@@ -412,11 +438,7 @@ class Supervisor:
             record: dict[str, Any] = {"t": "mutant", "probe": probe_id, "mutant": name, "script": script}
             if script["outcome"] not in ("not_applicable", "not_run") and name != mutate.FORCED_FAIL and oracle:
                 if base_status == "ok":
-                    observed, status, _ = self._oracle_run(name, oracle, oracle_limit)
-                    differs = sorted(
-                        {key.split(":")[0] for key, _ in oracle if not _same(baseline[key], observed.get(key))}
-                    )
-                    record["oracle"] = {"status": status, "differs": differs}
+                    record["oracle"] = self._oracle_verdict(name, oracle, baseline, oracle_limit)
                 else:
                     record["oracle"] = {"status": "no_baseline", "differs": []}
             self.emit(record)

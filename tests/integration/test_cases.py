@@ -63,6 +63,13 @@ def test_case(name: str, runner: DockerRunner, matrix: KillMatrix) -> None:
     assert failing == sorted(expected["failing"])
     if "load_error_contains" in expected:
         assert expected["load_error_contains"] in result.load.error
+    by_id = {c.check_id: c for c in result.checks}
+    for check_id, text in expected.get("messages", {}).items():
+        assert text in by_id[check_id].message, by_id[check_id].message
+    if "review" in expected:
+        assert [r for r in result.review if expected["review"] in r], result.review
+    else:
+        assert result.review == (), result.review
     for check in result.checks:
         if not check.passed and check.visibility.value == "visible":
             assert check.message and check.message != "Passed."

@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+import yaml
 from click.testing import CliRunner
 
 from grader.cli import cli
@@ -65,6 +66,28 @@ def test_rubric_validate_passes_for_the_shipped_rubric(runner: CliRunner) -> Non
     assert "disagreeing: 0" in outcome.stdout
     assert "Reference solution: 100/100 (graded" in outcome.stdout
     assert "FAILED" not in outcome.stdout
+    # The kill matrix: every catalogue bug injected into the reference, caught somewhere.
+    assert "Kill matrix" in outcome.stdout
+    families = ("acc_", "chain_", "loc_", "topo_", "seed_", "fwd_")
+    rows = [line for line in outcome.stdout.splitlines() if line.startswith(families)]
+    assert len(rows) == 29 and all("K" in row for row in rows)
+    assert "29 mutants, 0 survive every section, 0 not applicable to the reference." in outcome.stdout
+
+
+def test_rubric_validate_fails_on_a_blind_spot(runner: CliRunner, tmp_path: Path) -> None:
+    # Without the reuse section nothing in the rubric sees a topological sort that forgets
+    # visited nodes: only shared nodes expose it.
+    data = yaml.safe_load(DEFAULT_RUBRIC.read_text(encoding="utf-8"))
+    reuse = next(s for s in data["sections"] if s["tag"] == "reuse")
+    data["sections"].remove(reuse)
+    data["assignment"]["total"] -= sum(c["points"] for c in reuse["checks"])
+    blind = tmp_path / "blind.yaml"
+    blind.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    outcome = runner.invoke(cli, ["rubric", "validate", str(blind), "--sandbox", "local"])
+    assert outcome.exit_code != 0
+    assert "BLIND SPOT topo_no_visited: no section catches this bug" in outcome.stdout
+    assert "Reference solution: 85/85" in outcome.stdout  # everything else about it is fine
+    assert "the rubric is not valid" in outcome.stderr
 
 
 def test_rubric_validate_names_a_wrong_literal(runner: CliRunner, tmp_path: Path) -> None:
