@@ -58,6 +58,13 @@ def test_case(name: str, runner: DockerRunner, matrix: KillMatrix) -> None:
     assert result.runner == "docker"
     assert result.status.value == expected["status"], result.status_detail
     got = {s.tag: s.points for s in result.sections}
+    # An engine whose bug depends on set iteration order (object addresses) fails a different
+    # number of random instances from run to run: there only the loss itself is fixed.
+    varies = set(expected.get("varies", []))
+    for section in result.sections:
+        if section.tag in varies:
+            assert section.points < section.max_points, section
+            got[section.tag] = expected["sections"][section.tag]
     assert got == pytest.approx(expected["sections"], abs=0.011), got
     failing = sorted(c.check_id for c in result.checks if not c.passed)
     assert failing == sorted(expected["failing"])
