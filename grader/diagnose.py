@@ -134,13 +134,12 @@ def _own_checks_fail(tree: ast.Module, path: Path) -> bool:
     return False
 
 
-_CACHE: dict[tuple[str, int, bool, str], tuple[MutantRun, ...]] = {}
+_CACHE: dict[tuple[str, int, tuple[str, ...], str], tuple[MutantRun, ...]] = {}
 
 
 def reference_mutants(rubric: Rubric, plan: Plan, *, reference: Path = REFERENCE) -> tuple[MutantRun, ...]:
     """Every catalogue mutant of the reference, observed and judged; cached per rubric and plan."""
-    visible_only = len(plan.checks) < len(rubric.checks)
-    key = (rubric.sha256, plan.seed, visible_only, str(reference))
+    key = (rubric.sha256, plan.seed, tuple(c.id for c in plan.checks), str(reference))
     if key in _CACHE:
         return _CACHE[key]
     source = reference.read_text(encoding="utf-8")
@@ -294,7 +293,9 @@ def diagnose(
         for key in explained:
             remaining.pop(key, None)
     if not found:
-        found.append(_unmatched(plan, expected, student))
+        found.append(_unmatched(plan, expected, student, "No single known bug explains these differences."))
+    elif len(remaining) >= 0.1 * len(student):
+        found.append(_unmatched(plan, expected, remaining, "Other differences no known bug explains."))
     return tuple(found)
 
 
@@ -310,10 +311,11 @@ def _evidence(plan: Plan, keys: Iterable[Key], expected: Expected, student: dict
     probe_id, index, quantity = shown[0]
     probe: PlannedProbe = plan.probe(probe_id)
     want = expected.program(probe_id, index).get(quantity)
-    return f"{quantity} is {fmt(student[shown[0]])} (expected {fmt(want)}) for {describe(probe.programs[index])}"
+    built = "; ".join(line.strip() for line in describe(probe.programs[index]).splitlines() if line.strip())
+    return f"{quantity} is {fmt(student[shown[0]])} (expected {fmt(want)}) for {built}"
 
 
-def _unmatched(plan: Plan, expected: Expected, student: dict[Key, Any]) -> Diagnosis:
+def _unmatched(plan: Plan, expected: Expected, student: dict[Key, Any], lead: str) -> Diagnosis:
     visible = _visible_probes(plan)
     shown = sorted(k for k in student if k[0] in visible)
     lines = []
@@ -332,7 +334,7 @@ def _unmatched(plan: Plan, expected: Expected, student: dict[Key, Any]) -> Diagn
     return Diagnosis(
         "",
         "",
-        f"No single known bug explains these differences. {text}.",
+        f"{lead} {text}.",
         f"each op's local rule in Part 3, then the usual suspects: {families}",
         "",
         0.0,

@@ -15,8 +15,13 @@ import tokenize
 from dataclasses import dataclass
 
 _BUG = re.compile(r"\+=|accumulat|overwrit|assign|step\s*5|inject|\bbug\b|mutat", re.IGNORECASE)
-_FAIL = re.compile(r"fail|assertionerror|breaks?\b|wrong", re.IGNORECASE)
-_PASS = re.compile(r"pass|still (?:holds|works|ok)|succeed|unaffected|\bok\b", re.IGNORECASE)
+# Students write this note in their own words: "FAILS", "came out different", "blew up" for the
+# failing assertion; "PASSES", "still fine", "still 8.0" for the passing one.
+_FAIL = re.compile(r"fail|assertionerror|breaks?\b|broke|wrong|different|mismatch|blew up|incorrect", re.IGNORECASE)
+_PASS = re.compile(
+    r"pass|still (?:holds|works|ok|fine|good|correct|gave|gives|\d)|succeed|unaffected|\bok\b|unchanged",
+    re.IGNORECASE,
+)
 _DEFINITION = re.compile(r"^\s*(?:class|def|async\s+def)\b")
 
 

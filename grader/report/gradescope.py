@@ -46,7 +46,7 @@ def _top_output(result: SubmissionResult) -> str:
     if result.scored:
         for heading, text in diagnosis_lines(result):
             lines.append(f"{heading}: {text}")
-    if result.step5_note:
+    if result.step5_note and result.step5_note not in result.review:
         lines.append(result.step5_note)
     lines.extend(f"Flagged for review: {reason}" for reason in result.review)
     return "\n".join(lines)

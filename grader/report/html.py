@@ -145,7 +145,7 @@ def render_feedback_html(result: SubmissionResult) -> str:
         "load": result.load,
         "sections": _sections(result),
         "diagnoses": diagnosis_lines(result) if result.scored else [],
-        "step5_note": result.step5_note,
+        "step5_note": result.step5_note if result.step5_note not in result.review else "",
         "review": result.review,
     }
     return environment().get_template(TEMPLATE).render(context)

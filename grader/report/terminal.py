@@ -136,7 +136,7 @@ def _renderables(result: SubmissionResult) -> list[RenderableType]:
         return parts
     for heading, text in diagnosis_lines(result):
         parts.append(_text(f"{heading}: {text}", "yellow"))
-    if result.step5_note:
+    if result.step5_note and result.step5_note not in result.review:
         parts.append(_text(result.step5_note, "dim"))
     for reason in result.review:
         parts.append(_text(f"Flagged for review: {reason}", "magenta"))

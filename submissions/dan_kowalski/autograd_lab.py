@@ -6,8 +6,7 @@
 #    FAIL -> x*x + x at x=3 gives x.grad = 3.0 (want 7.0). The path
 #            through "+ x" (adds 1) and the left x in x*x (adds 3) get
 #            overwritten by the last write, so those paths are dropped.
-#    PASS -> (a+a)*a at a=2 still 8.0, the mul's backward runs first
-#            when a.grad is still 0 and the two adds accumulate after.
+#    TODO: write down the other one
 # ============================================================
 
 import math
