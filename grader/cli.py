@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import click
@@ -82,33 +85,107 @@ def check(file: Path, html_out: Path | None, json_out: Path | None, rubric_path:
 
 
 @cli.command()
-@click.argument("folder", type=click.Path(file_okay=False, path_type=Path))
+@click.argument("source", type=click.Path(exists=True, path_type=Path))
 @click.option(
-    "--out", type=click.Path(file_okay=False, path_type=Path), required=True, help="Folder for reports and grades.csv."
+    "--out", type=click.Path(file_okay=False, path_type=Path), required=True, help="Folder for the store and reports."
 )
+@click.option("--jobs", type=click.IntRange(1, 64), help="Submissions graded at once [default: the CPU count].")
+@click.option("--force", is_flag=True, help="Regrade everything, even what the store says is up to date.")
 @rubric_option
 @sandbox_option
 @seed_option
-def grade(folder: Path, out: Path, rubric_path: str | None, sandbox: str, seed: int | None) -> None:
-    """Grade every FOLDER/<student>/autograd_lab.py; write OUT/<student>/ reports and OUT/grades.csv."""
+def grade(
+    source: Path, out: Path, jobs: int | None, force: bool, rubric_path: str | None, sandbox: str, seed: int | None
+) -> None:
+    """Grade a class: SOURCE is a folder (SOURCE/<student>/autograd_lab.py), a Gradescope export zip,
+    a Canvas submissions download, or a zip of student folders.
+
+    Results go to OUT/grades.sqlite as they finish; a rerun grades only what changed. Writes
+    OUT/students/<student>/ (feedback.html, results.json, prairielearn.json), OUT/grades.csv
+    and OUT/index.html.
+    """
+    from rich.console import Console
+
     from .batch import grade_class
+    from .report.batch_view import BatchProgress, summary_table
 
     rubric = _rubric(rubric_path)
     runner = make_runner("docker" if sandbox == "auto" else sandbox)
-    seed = new_seed() if seed is None else seed
-    click.echo(f"Grading {folder} with {rubric.name} (seed {seed}, {runner.name} sandbox)")
+    jobs = jobs or os.cpu_count() or 1
+    if runner.name == "docker":
+        from .runners.docker import reap_orphans
 
-    def show(result: SubmissionResult) -> None:
-        score = f"{result.score:g}/{result.max_score:g}" if result.scored else "  --  "
-        click.echo(f"  {result.student:24s} {score:>9s}  {result.status.value:12s} {result.status_detail}")
-
-    outcome = grade_class(folder, out=out, rubric=rubric, runner=runner, seed=seed, on_result=show)
-    click.echo(f"Wrote {out / 'grades.csv'} and reports for {len(outcome.results)} submissions.")
+        # Containers of a grader that was killed (kill -9 skips its cleanup) are removed first.
+        reaped = reap_orphans()
+        if reaped:
+            click.echo(f"Removed {reaped} sandbox container(s)/volume(s) left by a grader that was killed.")
+    console = Console(highlight=False)
+    click.echo(f"Grading {source} with {rubric.name} ({runner.name} sandbox, {jobs} at a time)")
+    started = time.monotonic()
+    with BatchProgress(console) as progress:
+        outcome = grade_class(
+            source,
+            out=out,
+            rubric=rubric,
+            runner=runner,
+            runner_factory=_runner_factory(runner),
+            jobs=jobs,
+            seed=seed,
+            force=force,
+            on_event=progress.event,
+            on_plan=progress.plan,
+        )
+    seconds = time.monotonic() - started
+    console.print(
+        summary_table(
+            outcome.results, ran=outcome.ran, rejudged=outcome.rejudged, skipped=outcome.skipped, seconds=seconds
+        )
+    )
+    for warning in outcome.warnings:
+        click.echo(f"warning: {warning}", err=True)
+    seed_used = outcome.results[0].seed if outcome.results else seed
+    click.echo(
+        f"Graded with seed {seed_used}. Wrote {out / 'grades.csv'}, {out / 'index.html'} and per-student reports."
+    )
     if outcome.infra_failures:
         click.echo(
-            f"{outcome.infra_failures} submission(s) failed for infrastructure reasons and were not scored.", err=True
+            f"{outcome.infra_failures} submission(s) failed for infrastructure reasons and were not scored; "
+            "run the same command again to retry them.",
+            err=True,
         )
         sys.exit(7)
+
+
+@cli.command("export")
+@click.argument("out", type=click.Path(file_okay=False, exists=True, path_type=Path))
+@rubric_option
+def export(out: Path, rubric_path: str | None) -> None:
+    """Rewrite every report in OUT from its store, without grading anything."""
+    from .batch import export_class
+    from .store import STORE_NAME, Store
+
+    rubric = _rubric(rubric_path)
+    path = out / STORE_NAME
+    if not path.is_file():
+        raise click.ClickException(f"{path} does not exist: grade a class into {out} first")
+    with Store(path) as store:
+        canvas = store.meta("kind") == "canvas"
+        count = export_class(
+            store, out, rubric_name=rubric.name, section_tags=[s.tag for s in rubric.sections], canvas=canvas
+        )
+    click.echo(f"Exported {count} results from {path}.")
+
+
+def _runner_factory(first: Runner) -> Callable[[], Runner]:
+    """More runners like ``first``, one per worker thread (the image is already built)."""
+    if first.name == "docker":
+        from .runners.docker import DockerRunner
+
+        image = str(getattr(first, "image", ""))
+        return lambda: DockerRunner(image=image)
+    from .runners.local import LocalRunner
+
+    return LocalRunner
 
 
 @cli.group()

@@ -48,3 +48,9 @@ class ImageBuildError(GraderError):
     """Building the sandbox image failed."""
 
     exit_code = 8
+
+
+class StoreError(GraderError):
+    """The class store (OUT/grades.sqlite) cannot be used: damaged, or from an incompatible version."""
+
+    exit_code = 9

@@ -5,10 +5,11 @@ This is the keyword-only Python API the CLI is a thin layer over.
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import secrets
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .diagnose import diagnose
@@ -41,16 +42,44 @@ def intake(path: Path, max_bytes: int) -> tuple[bytes | None, str]:
     """The file's bytes, or None and why it cannot be graded at all."""
     if not path.is_file():
         return None, f"no file named {path.name} was submitted"
-    raw = path.read_bytes()
+    with path.open("rb") as handle:
+        raw = handle.read(max_bytes + 1)
+    why = source_problem(raw, path.name, max_bytes)
+    return (None, why) if why else (raw, "")
+
+
+def source_problem(raw: bytes, name: str, max_bytes: int) -> str:
+    """Why these bytes cannot be graded as a Python file ("" when they can)."""
     if len(raw) > max_bytes:
-        return None, f"{path.name} is {len(raw) // 1024} KiB, over the {max_bytes // 1024} KiB limit"
+        return f"{name} is over the {max_bytes // 1024} KiB limit"
     if b"\x00" in raw:
-        return None, f"{path.name} is not a text file (it contains NUL bytes)"
+        return f"{name} is not a text file (it contains NUL bytes)"
     try:
         importlib.util.decode_source(raw)
     except (SyntaxError, UnicodeDecodeError, LookupError) as error:
-        return None, f"{path.name} is not readable Python text: {error}"
-    return raw, ""
+        return f"{name} is not readable Python text: {error}"
+    return ""
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What the sandbox returned for one submission, kept so that a rubric change that does not
+    change the plan (points, titles, hints, tolerances) is re-judged without running again."""
+
+    raw: RawRun
+    nonce: str
+    plan_digest: str
+
+
+@dataclass(frozen=True)
+class Graded:
+    result: SubmissionResult
+    evidence: Evidence | None  # None when nothing ran to completion (ungradable, infra error)
+
+
+def plan_digest(rubric: Rubric, plan: Plan) -> str:
+    """What the sandbox is asked to do, without the per-run nonce: equal digests, equal runs."""
+    return hashlib.sha256(plan.to_bytes(rubric, nonce="", reap=True)).hexdigest()
 
 
 def grade_submission(
@@ -62,19 +91,37 @@ def grade_submission(
     seed: int,
     visible_only: bool = False,
 ) -> SubmissionResult:
+    source, why = intake(path, rubric.limits.max_file_kb * 1024)
+    return grade_source(
+        source, why, student=student, rubric=rubric, runner=runner, seed=seed, visible_only=visible_only
+    ).result
+
+
+def grade_source(
+    source: bytes | None,
+    why: str,
+    *,
+    student: str,
+    rubric: Rubric,
+    runner: Runner,
+    seed: int,
+    visible_only: bool = False,
+) -> Graded:
+    """Grade one submission's bytes (None with ``why`` when there is nothing to grade)."""
     started = time.monotonic()
     plan = build_plan(rubric, seed=seed, visible_only=visible_only)
     hidden_not_run = len(rubric.checks) - len(plan.checks)
-    source, why = intake(path, rubric.limits.max_file_kb * 1024)
-    if source is None:
-        return _without_run(
+    if source is not None:
+        why = source_problem(source, rubric.filename, rubric.limits.max_file_kb * 1024)
+    if source is None or why:
+        result = _without_run(
             rubric, plan, student, Status.UNGRADABLE, why, seed, runner.name, started, hidden_not_run, visible_only
         )
-    expected = compute_expected(plan, class_name=rubric.class_name)
+        return Graded(result, None)
     try:
         raw, nonce = _run_with_retry(runner, rubric, plan, source)
     except InfraError as error:
-        return _without_run(
+        result = _without_run(
             rubric,
             plan,
             student,
@@ -86,12 +133,43 @@ def grade_submission(
             hidden_not_run,
             visible_only,
         )
+        return Graded(result, None)
+    result = _judge_run(rubric, plan, raw, nonce, source, student, seed, started, hidden_not_run, visible_only)
+    evidence = None if result.status is Status.INFRA_ERROR else Evidence(raw, nonce, plan_digest(rubric, plan))
+    return Graded(result, evidence)
+
+
+def rejudge(
+    evidence: Evidence, source: bytes, *, student: str, rubric: Rubric, seed: int, visible_only: bool = False
+) -> SubmissionResult | None:
+    """Judge a stored sandbox run against (a new version of) the rubric; None when the rubric's
+    plan differs from the one that ran, so the submission has to run again."""
+    started = time.monotonic()
+    plan = build_plan(rubric, seed=seed, visible_only=visible_only)
+    if plan_digest(rubric, plan) != evidence.plan_digest:
+        return None
+    hidden_not_run = len(rubric.checks) - len(plan.checks)
+    return _judge_run(
+        rubric, plan, evidence.raw, evidence.nonce, source, student, seed, started, hidden_not_run, visible_only
+    )
+
+
+def _judge_run(
+    rubric: Rubric,
+    plan: Plan,
+    raw: RawRun,
+    nonce: str,
+    source: bytes,
+    student: str,
+    seed: int,
+    started: float,
+    hidden_not_run: int,
+    visible_only: bool,
+) -> SubmissionResult:
+    expected = compute_expected(plan, class_name=rubric.class_name)
     report = parse_output(raw.stdout, nonce=nonce, plan=plan)
     checks = judge(rubric, plan, expected, report)
     status, detail = _status(raw, report, checks)
-    diagnoses = diagnose(rubric, plan, expected, report, checks) if report.load and report.load.get("ok") else ()
-    checks = _with_misconceptions(checks, diagnoses)
-    note = find_note(importlib.util.decode_source(source))
     if status is Status.INFRA_ERROR:
         return _without_run(
             rubric,
@@ -106,6 +184,9 @@ def grade_submission(
             visible_only,
             image=raw.image,
         )
+    diagnoses = diagnose(rubric, plan, expected, report, checks) if report.load and report.load.get("ok") else ()
+    checks = _with_misconceptions(checks, diagnoses)
+    note = find_note(importlib.util.decode_source(source))
     return _assemble(
         rubric,
         plan,

@@ -16,7 +16,7 @@ FIXED_COLUMNS = ("student", "total", "max_total", "status", "detail", "review")
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
-def _text_cell(value: str) -> str:
+def text_cell(value: str) -> str:
     """Student names and details are data: never let a spreadsheet evaluate them."""
     return "'" + value if value.startswith(_FORMULA_START) else value
 
@@ -29,7 +29,7 @@ def header(section_tags: Sequence[str]) -> list[str]:
 
 
 def _row(result: SubmissionResult, section_tags: Sequence[str]) -> dict[str, str]:
-    row = {"student": _text_cell(result.student)}
+    row = {"student": text_cell(result.student)}
     by_tag = {section.tag: section for section in result.sections}
     for tag in section_tags:
         section = by_tag.get(tag)
@@ -38,8 +38,8 @@ def _row(result: SubmissionResult, section_tags: Sequence[str]) -> dict[str, str
     row["total"] = format_number(result.score) if result.scored else ""
     row["max_total"] = format_number(result.max_score)
     row["status"] = result.status.value
-    row["detail"] = _text_cell(result.status_detail)
-    row["review"] = _text_cell(" | ".join(result.review))
+    row["detail"] = text_cell(result.status_detail)
+    row["review"] = text_cell(" | ".join(result.review))
     return row
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
 import re
 import socket
 import struct
@@ -280,8 +281,9 @@ class DockerRunner:
     ) -> None:
         self._client = client or docker_client()
         # Extra labels (a batch id, a test session) make one caller's runs findable among
-        # others sharing the engine; ours are applied last so they cannot be overridden.
-        self._labels = dict(labels or {})
+        # others sharing the engine; ours are applied last so they cannot be overridden. The
+        # owner label lets a later run remove what a killed grader (kill -9) left behind.
+        self._labels = {**(labels or {}), OWNER_LABEL: owner_id()}
         self.image = image or ensure_image()
         self._command = tuple(command)  # tests of the sandbox itself swap the harness out
         self._swappiness: bool | None = None
@@ -411,6 +413,44 @@ class DockerRunner:
             # Shuts the sockets down, which also wakes a reader blocked in recv().
             for stream in streams:
                 _close(stream)
+
+
+OWNER_LABEL = f"{LABEL}.owner"
+
+
+def owner_id(pid: int | None = None) -> str:
+    return f"{socket.gethostname()}:{os.getpid() if pid is None else pid}"
+
+
+def _owner_alive(owner: str) -> bool:
+    host, _, pid = owner.rpartition(":")
+    if host != socket.gethostname() or not pid.isdigit():
+        return True  # another machine's run, or not ours to judge: leave it
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # alive, under another user
+    return True
+
+
+def reap_orphans(client: docker.DockerClient | None = None) -> int:
+    """Remove sandbox containers and volumes whose grader process on this host is gone (a
+    grader killed with kill -9 cannot run its own cleanup); returns how many went."""
+    client = client or docker_client()
+    removed = 0
+    try:
+        for container in client.containers.list(all=True, filters={"label": [LABEL, OWNER_LABEL]}):
+            if not _owner_alive(str(container.labels.get(OWNER_LABEL, ""))) and not _remove(container, None):
+                removed += 1
+        for volume in client.volumes.list(filters={"label": [LABEL, OWNER_LABEL]}):
+            labels = volume.attrs.get("Labels") or {}
+            if not _owner_alive(str(labels.get(OWNER_LABEL, ""))) and not _remove(None, volume):
+                removed += 1
+    except DockerFailure as error:
+        raise InfraError(f"cannot list leftover sandbox containers: {error}") from error
+    return removed
 
 
 def reap_leftovers(client: docker.DockerClient | None = None, *, labels: Mapping[str, str] | None = None) -> int:

@@ -117,7 +117,7 @@ def test_reports_written_and_agree(graded: dict[str, SubmissionResult], out: Pat
     students = {p.name for p in SUBMISSIONS.iterdir() if p.is_dir()}
     assert {r["student"] for r in rows} == students
     for row in rows:
-        data = json.loads((out / row["student"] / "results.json").read_text())
+        data = json.loads((out / "students" / row["student"] / "results.json").read_text())
         assert float(row["total"]) == pytest.approx(data["score"])
         assert all(len(t["tags"]) == 1 for t in data["tests"])
-        assert (out / row["student"] / "feedback.html").stat().st_size > 1000
+        assert (out / "students" / row["student"] / "feedback.html").stat().st_size > 1000

@@ -138,14 +138,15 @@ def test_grade_writes_a_report_per_student_and_grades_csv(runner: CliRunner, tmp
     for row in rows:
         assert sum(float(row[tag]) for tag in TAGS) == pytest.approx(float(row["total"]))
 
-    assert sorted(p.name for p in out.iterdir()) == sorted([*STUDENTS, "grades.csv"])
+    assert sorted(p.name for p in out.iterdir()) == ["grades.csv", "grades.sqlite", "index.html", "students"]
+    assert sorted(p.name for p in (out / "students").iterdir()) == sorted(STUDENTS)
     for student in STUDENTS:
-        data = json.loads((out / student / "results.json").read_text(encoding="utf-8"))
+        data = json.loads((out / "students" / student / "results.json").read_text(encoding="utf-8"))
         assert data["extra_data"]["seed"] == 3
         assert data["extra_data"]["visible_only"] is False
         assert data["score"] == pytest.approx(float(by_student[student]["total"]))
         assert len(data["tests"]) == len(load_rubric().checks)
-        html = (out / student / "feedback.html").read_text(encoding="utf-8")
+        html = (out / "students" / student / "feedback.html").read_text(encoding="utf-8")
         assert student in html or student.replace("_", " ") in html
 
 
@@ -159,7 +160,7 @@ def test_grade_is_reproducible_for_a_seed(runner: CliRunner, tmp_path: Path) -> 
             cli, ["grade", str(submissions), "--out", str(out), "--sandbox", "local", "--seed", "3"]
         )
         assert outcome.exit_code == 0, outcome.output
-        tests = json.loads((out / "bob_okafor" / "results.json").read_text(encoding="utf-8"))["tests"]
+        tests = json.loads((out / "students" / "bob_okafor" / "results.json").read_text(encoding="utf-8"))["tests"]
         totals.append([(t["extra_data"]["check_id"], t["score"]) for t in tests])
     assert totals[0] == totals[1]
     assert sum(score for _, score in totals[0]) < 100  # bob loses points, so the comparison means something
@@ -171,4 +172,4 @@ def test_grade_rejects_a_folder_without_students(runner: CliRunner, tmp_path: Pa
         cli, ["grade", str(tmp_path / "empty"), "--out", str(tmp_path / "out"), "--sandbox", "local"]
     )
     assert outcome.exit_code != 0
-    assert "has no student folders" in str(outcome.exception)
+    assert "holds no submissions" in str(outcome.exception)

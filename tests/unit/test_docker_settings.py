@@ -20,7 +20,7 @@ from docker.types import LogConfig, Mount, Ulimit
 
 from grader.errors import InfraError
 from grader.runners.base import Limits
-from grader.runners.docker import DockerRunner, reap_leftovers
+from grader.runners.docker import DockerRunner, owner_id, reap_leftovers
 
 LIMITS = Limits(wall_seconds=20.0, memory_mb=512, cpus=1.5, pids=64, stdout_bytes=1000, tmpfs_mb=16)
 IMAGE_ID = "sha256:" + "ab" * 32
@@ -202,7 +202,8 @@ def test_container_is_created_with_exactly_the_trust_boundary_settings() -> None
     assert kwargs == {
         "command": ["python3", "-I", "-B", "/opt/ag/sandbox/run_harness.py", "--workdir", "/sandbox"],
         "name": f"autograd-grader-{run_id}",
-        "labels": {"autograd-grader": "1", "autograd-grader.run": run_id},
+        # The owner label (host:pid) lets a later run remove what a killed grader left behind.
+        "labels": {"autograd-grader": "1", "autograd-grader.run": run_id, "autograd-grader.owner": owner_id()},
         "user": "0:0",
         "cap_drop": ["ALL"],
         "cap_add": ["SETUID", "SETGID", "KILL"],
@@ -242,7 +243,8 @@ def test_container_is_created_with_exactly_the_trust_boundary_settings() -> None
     assert client.volume_kwargs == {
         "name": volume,
         "driver": "local",
-        "labels": {"autograd-grader": "1", "autograd-grader.run": run_id},
+        # The owner label (host:pid) lets a later run remove what a killed grader left behind.
+        "labels": {"autograd-grader": "1", "autograd-grader.run": run_id, "autograd-grader.owner": owner_id()},
     }
 
 

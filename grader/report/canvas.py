@@ -1,0 +1,36 @@
+"""A Canvas gradebook import file for a class downloaded from Canvas.
+
+Canvas matches rows by its user ID (the number in each downloaded file's name) and columns by
+assignment name; every other column it does not know becomes a new assignment, which is why
+this file carries only the total and `grades.csv` keeps the per-section detail.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+from collections.abc import Sequence
+
+from grader.report.csv_export import text_cell
+from grader.report.view import format_number, write_text_atomic
+from grader.results import SubmissionResult
+
+HEADER = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
+
+
+def canvas_csv(rows: Sequence[tuple[str, str, SubmissionResult]], assignment: str) -> str:
+    """``rows``: (display name, Canvas user id, result). Infra errors are left blank, not zero."""
+    buffer = io.StringIO(newline="")
+    writer = csv.writer(buffer, lineterminator="\r\n")
+    writer.writerow([*HEADER, assignment])
+    for name, user_id, result in rows:
+        score = format_number(result.score) if result.scored else ""
+        writer.writerow([text_cell(name), text_cell(user_id), "", "", "", score])
+    return buffer.getvalue()
+
+
+def write_canvas_csv(
+    rows: Sequence[tuple[str, str, SubmissionResult]], path: str | os.PathLike[str], assignment: str
+) -> None:
+    write_text_atomic(path, canvas_csv(rows, assignment))
