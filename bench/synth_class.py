@@ -18,7 +18,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from grader.mutate import CATALOGUE, mutate_source  # noqa: E402
+from grader.mutate import CATALOGUE, NotApplicable, mutate_source  # noqa: E402
 
 REFERENCE = (REPO / "reference" / "autograd_lab.py").read_text(encoding="utf-8")
 CHECKS_START = "def check_part1_graph() -> None:"
@@ -58,7 +58,10 @@ def student_source(rng: random.Random, index: int, timeouts: set[int]) -> str:
     source = REFERENCE
     bugs = rng.choices([0, 1, 2], weights=[4, 4, 1])[0]
     for operator in rng.sample([op.id for op in CATALOGUE], bugs):
-        source, _ = mutate_source(source, operator, "Value")
+        try:
+            source, _ = mutate_source(source, operator, "Value")
+        except NotApplicable:
+            pass  # the first bug removed this one's target (e.g. both edit __mul__'s backward)
     checks = rng.choices(["full", "handout", "none"], weights=[5, 4, 1])[0]
     return source if checks == "full" else weaker_checks(source, checks)
 

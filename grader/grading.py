@@ -11,6 +11,7 @@ import secrets
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from .diagnose import diagnose
 from .errors import InfraError
@@ -234,7 +235,11 @@ def _status(raw: RawRun, report: HarnessReport, checks: list[CheckResult]) -> tu
     found: list[tuple[Status, str]] = []
     if raw.oom_killed or "MemoryError" in errors:
         found.append((Status.OOM, "the submission ran out of memory; results up to that point are kept"))
-    if raw.stdout_truncated or any(e["status"] == "output_limit" for e in ends):
+    clean: dict[str, Any] = next(
+        (p.mutants["clean"].get("script", {}) for p in report.probes.values() if "clean" in p.mutants), {}
+    )
+    flooded = (report.load or {}).get("output_limit") or clean.get("exception") == "OutputLimit"
+    if raw.stdout_truncated or flooded or any(e["status"] == "output_limit" for e in ends):
         found.append((Status.OUTPUT_LIMIT, "the submission printed more output than allowed and was stopped"))
     if raw.timed_out or any(e["status"] in ("timeout", "deadline") or e.get("signal") == "SIGXCPU" for e in ends):
         timed_out = [c.title for c in checks if c.outcome is Outcome.TIMEOUT]

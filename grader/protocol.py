@@ -135,6 +135,7 @@ def _accept(record: dict[str, Any], report: HarnessReport, planned: dict[str, Pl
             "notices": _texts(record.get("notices"), MAX_TEXT, 12),
             "error": _error(record.get("error")),
             "output": _text(record.get("output"), 64 * 1024),
+            "output_limit": record.get("output_limit") is True,
         }
         return True
     probe_id = record.get("probe")

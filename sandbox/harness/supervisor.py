@@ -75,6 +75,7 @@ class Supervisor:
         self.gid: int | None = student.get("gid") if os.geteuid() == 0 else None
         self.reap = bool(student.get("reap")) and self.uid is not None
         self.mode = "full"
+        self.flooded = False  # importing the file printed past the output limit
         # One scratch folder per run, world-writable and sticky like /tmp; each probe gets a
         # fresh folder inside it, and the whole tree goes when the run ends.
         self.scratch = tempfile.mkdtemp(prefix="ag-run-")
@@ -375,6 +376,9 @@ class Supervisor:
                 "outcome": "timeout" if status == "timeout" else "not_run",
                 "limit": round(timeout, 2),
             }
+        elif status == "output_limit":
+            mib = FLOOD_BYTES // (1024 * 1024)
+            out = {"outcome": "failed", "exception": "OutputLimit", "message": f"printed more than {mib} MiB"}
         elif script is None:
             how = summary.get("signal") or f"exit status {summary.get('exit_code')}"
             out = {"outcome": "crashed", "message": f"the process died ({how})"}
@@ -451,6 +455,7 @@ class Supervisor:
         for mode in ("full", "definitions"):
             self.mode = mode
             records, summary = self.run_child(self._task_load, timeout=self.script_seconds, progress_resets=False)
+            self.flooded = self.flooded or summary.get("status") == "output_limit"
             load = next((r for r in records if r.get("t") == "load"), None)
             if load and load.get("ok"):
                 self.class_name_found = str(load.get("class_name") or self.class_name)
@@ -460,6 +465,7 @@ class Supervisor:
                         "mode": mode,
                         "notices": notices + list(load.get("notices", []))[:10],
                         "output": summary.get("output", ""),
+                        "output_limit": self.flooded,
                     }
                 )
                 return True
@@ -487,6 +493,7 @@ class Supervisor:
                         "error": error,
                         "notices": notices,
                         "output": summary.get("output", ""),
+                        "output_limit": self.flooded,
                     }
                 )
                 return False

@@ -26,7 +26,7 @@ def out(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def graded(out: Path) -> dict[str, SubmissionResult]:
-    outcome = grade_class(SUBMISSIONS, out=out, rubric=load_rubric(), runner=DockerRunner(), seed=7)
+    outcome = grade_class(SUBMISSIONS, out=out, rubric=load_rubric(), runner=DockerRunner(), jobs=2, seed=7)
     return {r.student: r for r in outcome.results}
 
 
@@ -121,3 +121,69 @@ def test_reports_written_and_agree(graded: dict[str, SubmissionResult], out: Pat
         assert float(row["total"]) == pytest.approx(data["score"])
         assert all(len(t["tags"]) == 1 for t in data["tests"])
         assert (out / "students" / row["student"] / "feedback.html").stat().st_size > 1000
+
+
+def test_the_sample_class_has_at_least_fifteen_students(graded: dict[str, SubmissionResult]) -> None:
+    assert len(graded) >= 15
+
+
+def test_memory_hog_is_oom_and_keeps_what_finished(graded: dict[str, SubmissionResult]) -> None:
+    jack = graded["jack_oconnor"]
+    assert jack.status is Status.OOM, jack.status_detail
+    assert "out of memory" in jack.status_detail
+
+
+def test_output_flood_is_output_limit_and_the_engine_still_graded(graded: dict[str, SubmissionResult]) -> None:
+    kate = graded["kate_lee"]
+    assert kate.status is Status.OUTPUT_LIMIT, kate.status_detail
+    assert kate.load.mode == "definitions" and any("too much output" in n for n in kate.load.notices)
+    assert kate.section("part1_trace").points == kate.section("part1_trace").max_points
+    own = next(c for c in kate.checks if c.check_id == "bug.own_checks")
+    assert "printed more than" in own.message or "OutputLimit" in own.comparisons[0].observed
+
+
+def test_misnamed_nested_file_is_found_and_said(graded: dict[str, SubmissionResult]) -> None:
+    leo = graded["leo_martin"]
+    assert leo.score == 100
+    assert any("Autograd_Lab.py" in n for n in leo.load.notices)
+
+
+def test_an_old_draft_next_to_the_file_is_not_graded(graded: dict[str, SubmissionResult]) -> None:
+    maya = graded["maya_patel"]
+    assert maya.score == graded["olivia_brown"].score  # the same engine and checks; the draft is ignored
+    assert any("autograd_lab_old.py" in n for n in maya.load.notices)
+
+
+def test_a_notebook_alone_is_ungradable_with_the_reason(graded: dict[str, SubmissionResult]) -> None:
+    noah = graded["noah_kim"]
+    assert noah.status is Status.UNGRADABLE and noah.score == 0
+    assert "notebook" in noah.status_detail.lower()
+
+
+def test_an_engine_written_differently_loses_only_one_uncaught_bug(graded: dict[str, SubmissionResult]) -> None:
+    # Tuple _prev, stack-based topological sort, x.grad = x.grad + v, tanh from exp: every
+    # engine check passes and the mutation operators still reach her code. Her own checks
+    # are strong, but her log check builds log(x + 2), whose input is used once, so `=`
+    # instead of `+=` in log's backward goes unnoticed, and the feedback says so.
+    olivia = graded["olivia_brown"]
+    assert [c.check_id for c in olivia.checks if not c.passed] == ["bug.catalogue"]
+    catalogue = next(c for c in olivia.checks if c.check_id == "bug.catalogue")
+    assert catalogue.instances_passed == catalogue.instances_total - 1
+    assert "`+=` becomes `=` in log's backward" in " ".join(catalogue.notes)
+    assert olivia.diagnoses == () and olivia.review == ()
+
+
+def test_checks_that_assert_nothing_earn_only_the_gate(graded: dict[str, SubmissionResult]) -> None:
+    pat = graded["pat_garcia"]
+    assert pat.section("bug_injection").points == 2
+    forced = next(c for c in pat.checks if c.check_id == "bug.forced_fail")
+    assert "never exercise this engine" in forced.message
+    assert pat.review and pat.review[0].startswith("No Step-5 note found")
+
+
+def test_class_report_lists_who_needs_a_human(graded: dict[str, SubmissionResult], out: Path) -> None:
+    index = (out / "index.html").read_text(encoding="utf-8")
+    section = index[index.index("Needs a human") :]
+    for student in ("henry_adams", "jack_oconnor", "kate_lee", "noah_kim", "dan_kowalski", "pat_garcia"):
+        assert f'href="students/{student}/feedback.html"' in section, student
+    assert "alice_nguyen" not in section.split("All submissions")[0]
