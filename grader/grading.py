@@ -80,7 +80,7 @@ class Graded:
 
 def plan_digest(rubric: Rubric, plan: Plan) -> str:
     """What the sandbox is asked to do, without the per-run nonce: equal digests, equal runs."""
-    return hashlib.sha256(plan.to_bytes(rubric, nonce="", reap=True)).hexdigest()
+    return hashlib.sha256(plan.to_bytes(rubric, nonce="", isolate=True)).hexdigest()
 
 
 def grade_submission(
@@ -219,7 +219,7 @@ def _run_with_retry(runner: Runner, rubric: Rubric, plan: Plan, source: bytes) -
     """Run the sandbox; an infrastructure failure is retried, each time with a fresh nonce."""
     for attempt in range(INFRA_RETRIES + 1):
         nonce = secrets.token_hex(16)
-        body = plan.to_bytes(rubric, nonce=nonce, reap=runner.name == "docker")
+        body = plan.to_bytes(rubric, nonce=nonce, isolate=runner.name == "docker")
         try:
             return runner.run(source=source, filename=rubric.filename, plan=body, limits=runner_limits(rubric)), nonce
         except InfraError:
@@ -241,6 +241,12 @@ def _status(raw: RawRun, report: HarnessReport, checks: list[CheckResult]) -> tu
     flooded = (report.load or {}).get("output_limit") or clean.get("exception") == "OutputLimit"
     if raw.stdout_truncated or flooded or any(e["status"] == "output_limit" for e in ends):
         found.append((Status.OUTPUT_LIMIT, "the submission printed more output than allowed and was stopped"))
+    if (report.load or {}).get("timed_out"):
+        found.append(
+            (Status.TIMEOUT, "importing the file did not finish within its time limit; its definitions were graded")
+        )
+    if clean.get("outcome") == "timeout":
+        found.append((Status.TIMEOUT, "python autograd_lab.py (your own checks) did not finish within its time limit"))
     if raw.timed_out or any(e["status"] in ("timeout", "deadline") or e.get("signal") == "SIGXCPU" for e in ends):
         timed_out = [c.title for c in checks if c.outcome is Outcome.TIMEOUT]
         where = f" (first in: {timed_out[0]})" if timed_out else ""

@@ -79,7 +79,9 @@ class Plan:
                 return probe
         raise KeyError(probe_id)
 
-    def to_bytes(self, rubric: Rubric, *, nonce: str, reap: bool) -> bytes:
+    def to_bytes(self, rubric: Rubric, *, nonce: str, isolate: bool) -> bytes:
+        """The plan as the harness reads it; ``isolate``: run student code as the student uid and
+        kill what it leaves behind (the Docker sandbox; the local runner cannot switch users)."""
         limits = rubric.limits
         body = {
             "nonce": nonce,
@@ -95,7 +97,7 @@ class Plan:
                 "output_bytes": limits.output_kb * 1024,
                 "child_memory_mb": limits.child_memory_mb,
             },
-            "student": {"uid": STUDENT_UID, "gid": STUDENT_UID, "reap": reap},
+            "student": {"uid": STUDENT_UID, "gid": STUDENT_UID, "reap": True} if isolate else {},
             "probes": [p.to_json() for p in self.probes],
         }
         return json.dumps(body, allow_nan=False).encode()

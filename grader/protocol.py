@@ -136,6 +136,7 @@ def _accept(record: dict[str, Any], report: HarnessReport, planned: dict[str, Pl
             "error": _error(record.get("error")),
             "output": _text(record.get("output"), 64 * 1024),
             "output_limit": record.get("output_limit") is True,
+            "timed_out": record.get("timed_out") is True,
         }
         return True
     probe_id = record.get("probe")

@@ -103,26 +103,6 @@ def install_stand_ins(roots: Sequence[str]) -> StandInFinder:
     return finder
 
 
-class SourceFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Makes ``import autograd_lab`` return the (possibly mutated) code being graded."""
-
-    def __init__(self, code: types.CodeType, filename: str):
-        self.code = code
-        self.filename = filename
-
-    def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
-        if fullname != MODULE_NAME:
-            return None
-        return importlib.machinery.ModuleSpec(fullname, self, origin=self.filename)
-
-    def create_module(self, spec: Any) -> None:
-        return None
-
-    def exec_module(self, module: types.ModuleType) -> None:
-        module.__file__ = self.filename
-        exec(self.code, module.__dict__)
-
-
 # --- loading ------------------------------------------------------------------------------
 
 

@@ -32,6 +32,7 @@ Task = Callable[[Write], None]
 RECORD_BYTES = 256 * 1024  # one child record; larger ones are dropped
 CHILD_RECORDS_BYTES = 8 * 1024 * 1024  # everything one child may send
 FLOOD_BYTES = 4 * 1024 * 1024  # student output beyond this stops the probe
+TAIL_BYTES = 4096  # the end of a child's output is kept too: a traceback is printed last
 
 
 class Emitter:
@@ -76,6 +77,7 @@ class Supervisor:
         self.reap = bool(student.get("reap")) and self.uid is not None
         self.mode = "full"
         self.flooded = False  # importing the file printed past the output limit
+        self.stalled = False  # importing the file ran past its time limit
         # One scratch folder per run, world-writable and sticky like /tmp; each probe gets a
         # fresh folder inside it, and the whole tree goes when the run ends.
         self.scratch = tempfile.mkdtemp(prefix="ag-run-")
@@ -83,7 +85,7 @@ class Supervisor:
 
     # --- child management ------------------------------------------------------------------
 
-    def _child(self, task: Task, wfd: int, outfd: int, cpu_seconds: int) -> None:
+    def _child(self, task: Task, wfd: int, outfd: int, cpu_seconds: int, drop: bool) -> None:
         """Runs in the forked child; never returns."""
         try:
             os.setsid()
@@ -96,11 +98,13 @@ class Supervisor:
             resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
             resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 1))
             resource.setrlimit(resource.RLIMIT_AS, (self.memory_bytes, self.memory_bytes))
-            if self.uid is not None and self.gid is not None:
+            if drop and self.uid is not None and self.gid is not None:
                 os.setgroups([])
                 os.setgid(self.gid)
                 os.setuid(self.uid)
             workdir = tempfile.mkdtemp(prefix="probe-", dir=self.scratch)
+            if not drop:
+                os.chmod(workdir, 0o755)  # the task drops privileges itself, then reads from here
             os.chdir(workdir)
             os.environ["HOME"] = workdir
             sys.path.append(workdir)
@@ -128,7 +132,7 @@ class Supervisor:
         os._exit(status)
 
     def run_child(
-        self, task: Task, *, timeout: float, progress_resets: bool
+        self, task: Task, *, timeout: float, progress_resets: bool, drop: bool = True
     ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         """Fork a child for ``task``; returns its records and an end summary."""
         remaining = self.deadline - time.monotonic()
@@ -142,7 +146,7 @@ class Supervisor:
         if pid == 0:
             os.close(rfd)
             os.close(ofd)
-            self._child(task, wfd, owfd, cpu_seconds=int(max(timeout, 1)) + 1)
+            self._child(task, wfd, owfd, cpu_seconds=int(max(timeout, 1)) + 1, drop=drop)
         os.close(wfd)
         os.close(owfd)
         records, summary = self._collect(pid, rfd, ofd, timeout, progress_resets, started)
@@ -161,6 +165,7 @@ class Supervisor:
         records: list[dict[str, Any]] = []
         received = 0
         output = bytearray()
+        tail = b""
         output_total = 0
         killed_for = ""
         last_progress = started
@@ -181,6 +186,7 @@ class Supervisor:
                     output_total += len(chunk)
                     if len(output) < self.output_bytes:
                         output.extend(chunk[: self.output_bytes - len(output)])
+                    tail = (tail + chunk)[-TAIL_BYTES:]  # where a traceback ends up
                     continue
                 received += len(chunk)
                 pending += chunk
@@ -206,6 +212,7 @@ class Supervisor:
             "output": output.decode("utf-8", "replace"),
             "output_truncated": output_total > len(output),
             "output_bytes": output_total,
+            "output_tail": tail.decode("utf-8", "replace"),
         }
         if killed_for:
             summary["status"] = killed_for
@@ -323,12 +330,19 @@ class Supervisor:
         return task
 
     def _task_script(self, probe_id: str, edit: str | None) -> Task:
+        """Become ``python autograd_lab.py`` (with ``edit`` injected) in a fresh interpreter; only
+        whether the edit applies, and where, is reported from here, before the exec."""
+
         def task(write: Write) -> None:
-            loader.install_stand_ins(self.plan.get("stand_ins", []))
-            result = scripts.run_script(self.source, self.filename, self.class_name_found, edit)
-            sys.stdout.flush()
-            sys.stderr.flush()
-            write({"t": "script", "probe": probe_id, **result})
+            try:
+                text, lines = scripts.prepare(self.source, self.filename, self.class_name_found, edit)
+            except mutate.NotApplicable as reason:
+                write({"t": "script", "probe": probe_id, "outcome": "not_applicable", "reason": str(reason)})
+                return
+            write({"t": "script_start", "probe": probe_id, "lines": lines})
+            scripts.exec_script(
+                text, self.filename, self.plan.get("stand_ins", []), uid=self.uid, gid=self.gid, scratch=self.scratch
+            )
 
         return task
 
@@ -368,8 +382,14 @@ class Supervisor:
 
     def _script_outcome(self, mutant: str | None, timeout: float) -> dict[str, Any]:
         """One run of ``python autograd_lab.py`` on the (mutated) file, summarised."""
-        records, summary = self.run_child(self._task_script("mutation", mutant), timeout=timeout, progress_resets=False)
+        # Not dropped in the fork: the exec'd interpreter drops to the student uid itself, since
+        # the student uid may not be allowed to execute the harness's interpreter directly.
+        records, summary = self.run_child(
+            self._task_script("mutation", mutant), timeout=timeout, progress_resets=False, drop=False
+        )
         script = next((r for r in records if r.get("t") == "script"), None)
+        started = next((r for r in records if r.get("t") == "script_start"), None)
+        failed = next((r for r in records if r.get("t") == "err"), None)
         status = summary.get("status")
         if status in ("timeout", "deadline"):
             out: dict[str, Any] = {
@@ -379,13 +399,24 @@ class Supervisor:
         elif status == "output_limit":
             mib = FLOOD_BYTES // (1024 * 1024)
             out = {"outcome": "failed", "exception": "OutputLimit", "message": f"printed more than {mib} MiB"}
-        elif script is None:
+        elif script is not None:
+            out = {k: script[k] for k in ("outcome", "reason") if k in script}  # not applicable
+        elif failed is not None:
+            # The file could not even be started (unparsable, say): a failure, never a pass.
+            error = failed.get("error") or {}
+            out = {
+                "outcome": "failed",
+                "exception": str(error.get("type", "Error"))[:60],
+                "message": str(error.get("message", ""))[:300],
+            }
+        elif started is None or status == "killed":
             how = summary.get("signal") or f"exit status {summary.get('exit_code')}"
             out = {"outcome": "crashed", "message": f"the process died ({how})"}
         else:
-            out = {k: script[k] for k in ("outcome", "exception", "message", "line", "reason") if k in script}
-            if "edited_lines" in script:
-                out["lines"] = script["edited_lines"]
+            tail = str(summary.get("output_tail", ""))
+            out = scripts.outcome_from(summary.get("exit_code"), tail, self.filename)
+        if started is not None:
+            out["lines"] = [n for n in started.get("lines", []) if isinstance(n, int)][:50]
         out["elapsed"] = summary.get("elapsed", 0.0)
         if mutant is None:
             out["output"] = str(summary.get("output", ""))[:4000]
@@ -456,6 +487,7 @@ class Supervisor:
             self.mode = mode
             records, summary = self.run_child(self._task_load, timeout=self.script_seconds, progress_resets=False)
             self.flooded = self.flooded or summary.get("status") == "output_limit"
+            self.stalled = self.stalled or summary.get("status") == "timeout"
             load = next((r for r in records if r.get("t") == "load"), None)
             if load and load.get("ok"):
                 self.class_name_found = str(load.get("class_name") or self.class_name)
@@ -466,6 +498,7 @@ class Supervisor:
                         "notices": notices + list(load.get("notices", []))[:10],
                         "output": summary.get("output", ""),
                         "output_limit": self.flooded,
+                        "timed_out": self.stalled,
                     }
                 )
                 return True
@@ -494,6 +527,7 @@ class Supervisor:
                         "notices": notices,
                         "output": summary.get("output", ""),
                         "output_limit": self.flooded,
+                        "timed_out": self.stalled,
                     }
                 )
                 return False
@@ -540,7 +574,7 @@ class Supervisor:
                 if record.get("t") in ("obs", "err", "script"):
                     record["probe"] = probe_id  # a child cannot speak for another probe
                     self.emit(record)
-            self.emit({"t": "probe_end", "probe": probe_id, **summary})
+            self.emit({"t": "probe_end", "probe": probe_id, **{k: v for k, v in summary.items() if k != "output_tail"}})
 
 
 def _clean_load(load: dict[str, Any]) -> dict[str, Any]:

@@ -235,15 +235,15 @@ def _with_probe(rubric, probe: Probe):
 
 
 def test_plan_is_deterministic_for_a_seed(rubric) -> None:
-    first = build_plan(rubric, seed=1234, visible_only=False).to_bytes(rubric, nonce=NONCE, reap=True)
-    second = build_plan(rubric, seed=1234, visible_only=False).to_bytes(rubric, nonce=NONCE, reap=True)
+    first = build_plan(rubric, seed=1234, visible_only=False).to_bytes(rubric, nonce=NONCE, isolate=True)
+    second = build_plan(rubric, seed=1234, visible_only=False).to_bytes(rubric, nonce=NONCE, isolate=True)
     assert first == second
-    other_nonce = build_plan(rubric, seed=1234, visible_only=False).to_bytes(rubric, nonce="f" * 32, reap=True)
+    other_nonce = build_plan(rubric, seed=1234, visible_only=False).to_bytes(rubric, nonce="f" * 32, isolate=True)
     assert other_nonce != first and other_nonce.replace(b"f" * 32, NONCE.encode()) == first
 
 
 def test_plan_header(rubric) -> None:
-    body = json.loads(build_plan(rubric, seed=5, visible_only=False).to_bytes(rubric, nonce=NONCE, reap=False))
+    body = json.loads(build_plan(rubric, seed=5, visible_only=False).to_bytes(rubric, nonce=NONCE, isolate=False))
     assert body["nonce"] == NONCE
     assert (body["filename"], body["class_name"]) == ("autograd_lab.py", "Value")
     assert body["limits"] == {
@@ -253,7 +253,9 @@ def test_plan_header(rubric) -> None:
         "output_bytes": 16 * 1024,
         "child_memory_mb": 256,
     }
-    assert body["student"] == {"uid": 10002, "gid": 10002, "reap": False}
+    assert body["student"] == {}  # the local runner cannot switch users
+    isolated = json.loads(build_plan(rubric, seed=5, visible_only=False).to_bytes(rubric, nonce=NONCE, isolate=True))
+    assert isolated["student"] == {"uid": 10002, "gid": 10002, "reap": True}
     assert [p["id"] for p in body["probes"]][:2] == ["api", "part1"]
     assert {p["kind"] for p in body["probes"]} == {"api", "program", "mutation"}
     # The mutation probe runs last, names the Step-5 and forced-fail mutants first, then the
@@ -287,7 +289,7 @@ def test_visible_only_plan_has_no_hidden_probe(rubric) -> None:
     hidden_only = {c.probe for c in rubric.checks} - {c.probe for c in visible}
     assert {"part1_random", "neuron_random", "diamond", "random_dags", "fd_add", "fd_log"} <= hidden_only
     assert {p.id for p in plan.probes} == {c.probe for c in visible}
-    body = plan.to_bytes(rubric, nonce=NONCE, reap=False)
+    body = plan.to_bytes(rubric, nonce=NONCE, isolate=False)
     sent = {p["id"] for p in json.loads(body)["probes"]}
     assert not sent & hidden_only
     for probe_id in hidden_only:
@@ -298,7 +300,7 @@ def test_visible_only_plan_has_no_hidden_probe(rubric) -> None:
 @pytest.mark.parametrize("visible_only", [True, False])
 def test_plan_carries_no_expected_value(rubric, seed: int, visible_only: bool) -> None:
     plan = build_plan(rubric, seed=seed, visible_only=visible_only)
-    body = plan.to_bytes(rubric, nonce=NONCE, reap=False)
+    body = plan.to_bytes(rubric, nonce=NONCE, isolate=False)
     part1 = plan.probe("part1").programs[0]
     assert part1["leaves"] == {"a": 2.0, "b": 3.0, "c": 1.0, "d": 1.5}  # inputs are sent...
     assert b"10.5" not in body  # ...L.data is not
