@@ -58,7 +58,7 @@ def source_problem(raw: bytes, name: str, max_bytes: int) -> str:
     try:
         importlib.util.decode_source(raw)
     except (SyntaxError, UnicodeDecodeError, LookupError) as error:
-        return f"{name} is not readable Python text: {error}"
+        return f"{name} is not readable Python text (save it as UTF-8): {error}"
     return ""
 
 
@@ -233,11 +233,12 @@ def _status(raw: RawRun, report: HarnessReport, checks: list[CheckResult]) -> tu
     ends = [p.end for p in report.probes.values() if p.end]
     errors = [e.get("error", {}).get("type") for p in report.probes.values() for e in p.errors.values()]
     found: list[tuple[Status, str]] = []
-    if raw.oom_killed or "MemoryError" in errors:
-        found.append((Status.OOM, "the submission ran out of memory; results up to that point are kept"))
     clean: dict[str, Any] = next(
         (p.mutants["clean"].get("script", {}) for p in report.probes.values() if "clean" in p.mutants), {}
     )
+    memory_notice = any("MemoryError" in n for n in (report.load or {}).get("notices", []))
+    if raw.oom_killed or "MemoryError" in errors or memory_notice or clean.get("exception") == "MemoryError":
+        found.append((Status.OOM, "the submission ran out of memory; results up to that point are kept"))
     flooded = (report.load or {}).get("output_limit") or clean.get("exception") == "OutputLimit"
     if raw.stdout_truncated or flooded or any(e["status"] == "output_limit" for e in ends):
         found.append((Status.OUTPUT_LIMIT, "the submission printed more output than allowed and was stopped"))
@@ -268,6 +269,11 @@ def _load_report(report: HarnessReport, rubric: Rubric) -> LoadReport:
         notices.append(
             f"{load.get('class_name')}(...) requires extra argument(s) {', '.join(load['extra_args'])}; "
             "placeholders were passed so the engine could still be graded."
+        )
+    if any((p.end or {}).get("lingering") for p in report.probes.values()):
+        notices.append(
+            "A process your code started (a background or daemon process) kept running after your code finished; "
+            "it was stopped each time. Do not leave processes running in autograd_lab.py."
         )
     error = load.get("error") or {}
     message = ""

@@ -10,7 +10,7 @@ from __future__ import annotations
 import fnmatch
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .expected import Expected, math_expected
@@ -104,6 +104,12 @@ def _missing_reason(ctx: _Context, index: int) -> _Verdict:
         return _Verdict(False, problem=f"the process running your code died ({how})", kind="error")
     if status == "output_limit":
         return _Verdict(False, problem="stopped: your code printed far too much output", kind="error")
+    if status == "ok":
+        return _Verdict(
+            False,
+            problem="your code ended the process (exit status 0: sys.exit or os._exit) before this result was reported",
+            kind="error",
+        )
     return _Verdict(False, problem="no result was reported for this instance", kind="error")
 
 
@@ -225,10 +231,24 @@ def _checks_pass(ctx: _Context, index: int) -> _Verdict:
     if script is None:
         return _missing_reason(ctx, 0)
     outcome = script["outcome"]
+    same = _mutation_record(ctx, "equivalent")
+    if outcome == "passed" and same is not None and same["outcome"] not in ("passed", "not_applicable"):
+        got = _failure_words(same) if same["outcome"] == "failed" else same.get("message") or same["outcome"]
+        return _Verdict(
+            False,
+            [Comparison("python autograd_lab.py on a behaviour-identical copy", "runs clean", f"failed: {got}", False)],
+            problem="Your checks pass on your file but fail on a copy that computes exactly the same things (one "
+            "harmless assignment added at the start of each method): they check the code's text, not what it "
+            "computes, so they cannot earn bug-injection credit.",
+        )
     if outcome == "passed":
         return _Verdict(True, [Comparison("python autograd_lab.py", "runs clean", "runs clean", True)])
     if outcome == "timeout":
         return _Verdict(False, problem="your checks did not finish within the time limit", kind="timeout")
+    if outcome == "not_run":
+        return _Verdict(
+            False, problem="not run: the grading time budget ran out before your own checks could run", kind="not_run"
+        )
     got = _failure_words(script) if outcome == "failed" else script.get("message") or outcome
     return _Verdict(
         False,
@@ -389,7 +409,37 @@ def judge(rubric: Rubric, plan: Plan, expected: Expected, report: HarnessReport)
                 count = 1 if single else len(probe.programs)
                 verdicts = [COMPARERS[check.compare](ctx, i) for i in range(count)]
         results[check.id] = _result(check, probe, verdicts, ctx, notes)
+        if check.vouched_by and load.get("ok") and not blocked:
+            twin_check = next((c for c in plan.checks if c.id == check.vouched_by), None)
+            twin = None
+            if twin_check is not None:
+                twin_probe = plan.probe(twin_check.probe)
+                twin = replace(ctx, probe=twin_probe, report=report.probe(twin_probe.id))
+            results[check.id] = _vouched(check, results[check.id], twin)
     return [results[c.id] for c in plan.checks]
+
+
+def _vouched(check: Check, result: CheckResult, twin: _Context | None) -> CheckResult:
+    """A check on the handout's printed numbers keeps its points only if the same comparison,
+    on its hidden twin's random inputs, comes out right at least once: knowing (or forging)
+    the printed answers is not computing them. Without the twin in the plan (self-check mode)
+    the check stands."""
+    if twin is None or not result.points:
+        return result
+    program_count = len(twin.probe.programs)
+    if any(COMPARERS[check.compare](twin, i).ok for i in range(program_count)):
+        return result
+    if all(not twin.report.observations(i) for i in range(program_count)) and twin.report.end is None:
+        return result  # the twin never ran (time budget): nothing to vouch with either way
+    return replace(
+        result,
+        points=0.0,
+        outcome=Outcome.FAILED,
+        message=f"{result.message} No credit: the same quantities on hidden random inputs never came out right, "
+        "so these printed values were not computed by the engine.",
+        hint="Make the engine compute every value: checks on the handout's numbers count only when the same "
+        "graph on other inputs works too.",
+    )
 
 
 # When no instance passed, the most telling cause names the outcome.

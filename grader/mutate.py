@@ -12,11 +12,22 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from sandbox.harness.mutate import BY_ID, CATALOGUE, FORCED_FAIL, GUARDS, STEP5, NotApplicable, Operator, mutate
+from sandbox.harness.mutate import (
+    BY_ID,
+    CATALOGUE,
+    EQUIVALENT,
+    FORCED_FAIL,
+    GUARDS,
+    STEP5,
+    NotApplicable,
+    Operator,
+    mutate,
+)
 
 __all__ = [
     "BY_ID",
     "CATALOGUE",
+    "EQUIVALENT",
     "FAMILIES",
     "FORCED_FAIL",
     "GUARDS",
@@ -188,6 +199,12 @@ INFO: dict[str, MutantInfo] = {
         "k * x (a number times a Value) does not multiply: __rmul__ must return x * k.",
         _FWD,
         "x = Value(2.0); y = 3.0 * x; y.backward(); assert y.data == 6.0 and x.grad == 3.0",
+    ),
+    EQUIVALENT: MutantInfo(
+        "your checks fail on a copy of your engine that computes exactly the same things: they test the "
+        "code's text, not its behaviour.",
+        "the lab's Step 5: checks should catch wrong gradients, not changed code",
+        "build a graph, call backward() and assert on the gradients it produces",
     ),
     FORCED_FAIL: MutantInfo(
         "your checks never touch your engine: with every method raising, they still pass.",

@@ -185,6 +185,7 @@ def _accept(record: dict[str, Any], report: HarnessReport, planned: dict[str, Pl
             "exit_code": record.get("exit_code") if isinstance(record.get("exit_code"), int) else None,
             "output": _text(record.get("output"), 64 * 1024),
             "output_truncated": record.get("output_truncated") is True,
+            "lingering": record.get("lingering") is True,
             "elapsed": float(record["elapsed"])
             if isinstance(record.get("elapsed"), (int, float)) and not isinstance(record.get("elapsed"), bool)
             else 0.0,
@@ -212,7 +213,7 @@ def _mutant(report: HarnessReport, probe: ProbeReport, plan_probe: PlannedProbe,
     name = record.get("mutant")
     if plan_probe.kind != "mutation" or not isinstance(name, str):
         return False
-    if name not in (*plan_probe.mutants, "clean", "oracle_baseline"):
+    if name not in (*plan_probe.mutants, "clean", "oracle_baseline", "equivalent"):
         return False
     if name in probe.mutants:
         report.duplicates += 1

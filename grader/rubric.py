@@ -112,6 +112,10 @@ class Check:
     hint: str
     requires: tuple[str, ...]
     mutant: str | None = None  # mutant_killed: which mutant the checks must catch
+    # A check whose inputs and answers are printed in the handout can be passed by knowing the
+    # answers alone (hard-coded, or forged from inside the sandbox). It earns its points only
+    # when the same computation on hidden random inputs (this check) passes at least once.
+    vouched_by: str | None = None
 
 
 @dataclass(frozen=True)
@@ -401,6 +405,7 @@ def _check(node: _Node, section: str, probes: Mapping[str, Probe], tolerances: M
             "hint",
             "requires",
             "mutant",
+            "vouched_by",
         ),
         required=("id", "title", "points", "probe", "compare"),
     )
@@ -430,6 +435,7 @@ def _check(node: _Node, section: str, probes: Mapping[str, Probe], tolerances: M
         hint=_get(fields, "hint", _Node.text, ""),
         requires=_get(fields, "requires", _Node.texts, ()),
         mutant=_get(fields, "mutant", lambda n: n.choice(MUTANT_IDS), None),
+        vouched_by=_get(fields, "vouched_by", _Node.text, None),
     )
     compare, kind = check.compare, probes[probe].kind
     if (compare in MUTATION_COMPARES) != (kind == "mutation"):
@@ -444,10 +450,22 @@ def _cross_check(rubric: Rubric, top: dict[str, _Node], root: _Node) -> None:
     duplicates = sorted({i for i in ids if ids.count(i) > 1})
     if duplicates:
         raise top["sections"].fail(f"duplicate check id(s): {', '.join(duplicates)}")
+    by_id = {c.id: c for c in rubric.checks}
     for check in rubric.checks:
         for needed in check.requires:
             if needed not in ids:
                 raise top["sections"].fail(f"check {check.id} requires unknown check '{needed}'")
+        if check.vouched_by is not None:
+            twin = by_id.get(check.vouched_by)
+            if twin is None or not rubric.probes[twin.probe].randomized or twin.visibility is Visibility.VISIBLE:
+                raise top["sections"].fail(
+                    f"check {check.id} is vouched_by '{check.vouched_by}': that must be a hidden check on random inputs"
+                )
+            if rubric.probes[twin.probe].steps != rubric.probes[check.probe].steps:
+                raise top["sections"].fail(
+                    f"check {check.id} is vouched_by '{twin.id}', whose probe runs different steps; a twin must "
+                    "compute the same thing on other inputs"
+                )
     total = sum(c.points for c in rubric.checks)
     if abs(total - rubric.total) > 1e-9:
         raise top["assignment"].fail(f"total is {rubric.total:g} but the checks add up to {total:g}")

@@ -15,6 +15,7 @@ import ast
 import importlib.abc
 import importlib.machinery
 import inspect
+import re
 import sys
 import types
 from collections.abc import Callable, Sequence
@@ -106,12 +107,21 @@ def install_stand_ins(roots: Sequence[str]) -> StandInFinder:
 # --- loading ------------------------------------------------------------------------------
 
 
+# Python 3.12+ only: `type X = ...` aliases and `def f[T](...)` / `class C[T]:` generics.
+_NEWER_SYNTAX = re.compile(r"^(?:type\s+\w+\s*(?:\[.*\])?\s*=|(?:async\s+)?def\s+\w+\s*\[|class\s+\w+\s*\[)")
+
+
 def parse(source: str, filename: str) -> ast.Module:
     try:
         return ast.parse(source, filename=filename)
     except SyntaxError as error:
         detail = error.msg or "invalid syntax"
-        raise LoadError(f"SyntaxError: {detail} (line {error.lineno})", error.lineno) from None
+        line = (error.text or "").strip()
+        newer = ""
+        if _NEWER_SYNTAX.match(line):
+            version = f"{sys.version_info.major}.{sys.version_info.minor}"
+            newer = f"; this looks like syntax from a newer Python than the grader's {version}"
+        raise LoadError(f"SyntaxError: {detail} (line {error.lineno}){newer}", error.lineno) from None
     except (ValueError, RecursionError, MemoryError) as error:
         raise LoadError(f"the file cannot be parsed: {type(error).__name__}: {error}") from None
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 STEP5 = "acc_mul"  # the handout's Step-5 bug: += becomes = in __mul__'s backward
 FORCED_FAIL = "forced_fail"  # guard mutant: every method raises
+EQUIVALENT = "equivalent"  # guard: a behaviour-identical copy that honest checks must accept
 
 Scope = ast.AST
 
@@ -604,6 +605,28 @@ def _forced_fail(engine: Engine) -> list[int]:
     return sorted(edited)
 
 
+def _equivalent(engine: Engine) -> list[int]:
+    """A harmless assignment at the start of every method: same behaviour, different code.
+
+    Checks that test what the engine computes pass on it; "checks" that compare the file's
+    text, syntax tree or bytecode with a constant fail, which is how they are told apart."""
+    edited = []
+    for method in engine.methods.values():
+        start = (
+            1
+            if method.body
+            and isinstance(method.body[0], ast.Expr)
+            and isinstance(getattr(method.body[0], "value", None), ast.Constant)
+            else 0
+        )
+        noop = ast.parse("_unchanged_ = None").body[0]
+        method.body.insert(start, ast.copy_location(noop, method))
+        edited.append(method.lineno)
+    if not edited:
+        raise NotApplicable("the engine class has no methods")
+    return sorted(edited)
+
+
 CATALOGUE: tuple[Operator, ...] = (
     *(
         Operator(f"acc_{op}", "ACC", f"`+=` becomes `=` in {method}'s backward", _accumulate_to_assign(method))
@@ -651,7 +674,10 @@ CATALOGUE: tuple[Operator, ...] = (
     Operator("fwd_rmul", "FWD", "k * x computes x / k", _swap_operator("__rmul__", ast.Mult, ast.Div)),
 )
 
-GUARDS: tuple[Operator, ...] = (Operator(FORCED_FAIL, "GUARD", "every method raises", _forced_fail),)
+GUARDS: tuple[Operator, ...] = (
+    Operator(FORCED_FAIL, "GUARD", "every method raises", _forced_fail),
+    Operator(EQUIVALENT, "GUARD", "a harmless assignment starts every method", _equivalent),
+)
 
 BY_ID: dict[str, Operator] = {op.id: op for op in (*CATALOGUE, *GUARDS)}
 

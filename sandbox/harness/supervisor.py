@@ -30,9 +30,10 @@ Write = Callable[[dict[str, Any]], None]
 Task = Callable[[Write], None]
 
 RECORD_BYTES = 256 * 1024  # one child record; larger ones are dropped
-CHILD_RECORDS_BYTES = 8 * 1024 * 1024  # everything one child may send
+CHILD_RECORDS_BYTES = 1024 * 1024  # everything one child may send (the oracle baseline is ~200 KiB)
 FLOOD_BYTES = 4 * 1024 * 1024  # student output beyond this stops the probe
 TAIL_BYTES = 4096  # the end of a child's output is kept too: a traceback is printed last
+LINGER_SECONDS = 0.5  # after a child exits, how long a process it left may hold its pipes
 
 
 class Emitter:
@@ -170,8 +171,18 @@ class Supervisor:
         killed_for = ""
         last_progress = started
         open_streams = 2
+        wait_status: int | None = None
+        exited_at = 0.0
         while open_streams:
             now = time.monotonic()
+            if wait_status is None:
+                done, status = os.waitpid(pid, os.WNOHANG)
+                if done:
+                    wait_status, exited_at = status, now
+            elif now - exited_at > LINGER_SECONDS:
+                # The child is gone but something it started still holds the pipes open.
+                killed_for = killed_for or "lingering"
+                break
             limit = min(last_progress + timeout if progress_resets else started + timeout, self.deadline)
             if now >= limit:
                 killed_for = "deadline" if limit == self.deadline and now >= self.deadline else "timeout"
@@ -202,9 +213,10 @@ class Supervisor:
             if received > CHILD_RECORDS_BYTES:
                 killed_for = "record_limit"
                 break
-        if killed_for:
+        if killed_for and wait_status is None:
             self._kill(pid)
-        _, wait_status = os.waitpid(pid, 0)
+        if wait_status is None:
+            _, wait_status = os.waitpid(pid, 0)
         selector.close()
         os.close(rfd)
         os.close(ofd)
@@ -214,7 +226,9 @@ class Supervisor:
             "output_bytes": output_total,
             "output_tail": tail.decode("utf-8", "replace"),
         }
-        if killed_for:
+        if killed_for == "lingering":
+            summary["lingering"] = True  # reported; the run itself ended normally (below)
+        if killed_for and killed_for != "lingering":
             summary["status"] = killed_for
         elif os.WIFSIGNALED(wait_status):
             signum = os.WTERMSIG(wait_status)
@@ -391,7 +405,9 @@ class Supervisor:
         started = next((r for r in records if r.get("t") == "script_start"), None)
         failed = next((r for r in records if r.get("t") == "err"), None)
         status = summary.get("status")
-        if status in ("timeout", "deadline"):
+        if status == "not_run":
+            out = {"outcome": "not_run", "message": "the grading time budget ran out before this run"}
+        elif status in ("timeout", "deadline"):
             out: dict[str, Any] = {
                 "outcome": "timeout" if status == "timeout" else "not_run",
                 "limit": round(timeout, 2),
@@ -465,6 +481,13 @@ class Supervisor:
             self.emit({"t": "probe_end", "probe": probe_id, "status": "ok", "reason": "gate"})
             return
         script_limit = min(self.script_seconds, 2.0 + 5.0 * float(clean["elapsed"]))
+        # Honest checks accept a behaviour-identical copy of the file; checks that fail on it
+        # test the code's text, not what it computes, and cannot earn bug-injection credit.
+        same = self._script_outcome(mutate.EQUIVALENT, script_limit)
+        self.emit({"t": "mutant", "probe": probe_id, "mutant": mutate.EQUIVALENT, "script": same})
+        if same["outcome"] not in ("passed", "not_applicable"):
+            self.emit({"t": "probe_end", "probe": probe_id, "status": "ok", "reason": "gate"})
+            return
         baseline, base_status, base_elapsed = self._oracle_baseline(oracle)
         oracle_limit = min(self.script_seconds, 2.0 + 5.0 * base_elapsed)
         self.emit({"t": "mutant", "probe": probe_id, "mutant": "oracle_baseline", "oracle": {"status": base_status}})
@@ -508,10 +531,10 @@ class Supervisor:
                     "timeout": f"did not finish within {self.script_seconds:g} s (top-level code that never ends?)",
                     "deadline": "ran out of time",
                     "output_limit": "printed too much output",
-                }.get(
-                    summary.get("status", ""),
-                    f"stopped ({summary.get('status')}, {summary.get('signal') or summary.get('exit_code')})",
-                )
+                    "ok": "ended the process with exit status 0 (sys.exit or os._exit at top level)",
+                    "exited": f"ended the process with exit status {summary.get('exit_code')}",
+                    "killed": f"was killed by {summary.get('signal')}",
+                }.get(summary.get("status", ""), f"stopped ({summary.get('status')})")
                 notices.append(f"Importing the file {why}.")
             elif error.get("type") == "LoadError" or error.get("type") in (
                 "SyntaxError",
@@ -570,8 +593,13 @@ class Supervisor:
                 self.emit({"t": "probe_end", "probe": probe_id, "status": "not_run", "reason": "unknown_kind"})
                 continue
             records, summary = self.run_child(task, timeout=timeout, progress_resets=resets)
+            seen: set[tuple[Any, ...]] = set()
             for record in records:
-                if record.get("t") in ("obs", "err", "script"):
+                # One record per program and phase (the host keeps the first anyway): copies
+                # from a forked-off process cannot flood the output channel.
+                key = (record.get("t"), record.get("program"), record.get("phase"))
+                if record.get("t") in ("obs", "err") and key not in seen:
+                    seen.add(key)
                     record["probe"] = probe_id  # a child cannot speak for another probe
                     self.emit(record)
             self.emit({"t": "probe_end", "probe": probe_id, **{k: v for k, v in summary.items() if k != "output_tail"}})

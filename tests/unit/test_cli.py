@@ -36,7 +36,7 @@ def test_check_writes_html_and_json_and_mentions_hidden_checks(runner: CliRunner
     )
     assert outcome.exit_code == 0, outcome.output
     hidden = sum(1 for c in load_rubric().checks if c.visibility is not Visibility.VISIBLE)
-    assert hidden == 21
+    assert hidden == 24
     assert f"{hidden} hidden checks were not run" in outcome.stdout
     assert "local runner" in outcome.stderr  # the less-isolated sandbox is announced
     assert f"HTML feedback: {html}" in outcome.stdout and f"results.json: {results}" in outcome.stdout
@@ -105,8 +105,11 @@ def test_rubric_validate_names_a_wrong_literal(runner: CliRunner, tmp_path: Path
 
 def test_rubric_validate_reports_a_malformed_rubric(runner: CliRunner, tmp_path: Path) -> None:
     text = DEFAULT_RUBRIC.read_text(encoding="utf-8").replace(
-        "        points: 4\n        probe: part1\n", "        points: four\n        probe: part1\n", 1
+        "        points: 4\n        vouched_by: part1.random\n",
+        "        points: four\n        vouched_by: part1.random\n",
+        1,
     )
+    assert "points: four" in text
     bad = tmp_path / "bad.yaml"
     bad.write_text(text, encoding="utf-8")
     outcome = runner.invoke(cli, ["rubric", "validate", str(bad), "--sandbox", "local"])

@@ -20,6 +20,7 @@ import pytest
 from grader.mutate import (
     BY_ID,
     CATALOGUE,
+    EQUIVALENT,
     FAMILIES,
     FORCED_FAIL,
     GUARDS,
@@ -784,15 +785,15 @@ def test_catalogue_is_large_unique_and_covers_every_family() -> None:
 
 
 def test_guard_step5_and_lookup_table_agree_with_catalogue() -> None:
-    assert [op.id for op in GUARDS] == [FORCED_FAIL]
-    assert FORCED_FAIL not in CATALOGUE_IDS
+    assert [op.id for op in GUARDS] == [FORCED_FAIL, EQUIVALENT]
+    assert FORCED_FAIL not in CATALOGUE_IDS and EQUIVALENT not in CATALOGUE_IDS
     assert STEP5 == "acc_mul" and STEP5 in CATALOGUE_IDS
-    assert set(BY_ID) == {*CATALOGUE_IDS, FORCED_FAIL}
+    assert set(BY_ID) == {*CATALOGUE_IDS, FORCED_FAIL, EQUIVALENT}
     assert all(BY_ID[op.id] is op for op in (*CATALOGUE, *GUARDS))
 
 
 def test_every_operator_has_info_and_every_info_has_an_operator() -> None:
-    assert set(INFO) == {*CATALOGUE_IDS, FORCED_FAIL}
+    assert set(INFO) == {*CATALOGUE_IDS, FORCED_FAIL, EQUIVALENT}
     for op_id, info in INFO.items():
         assert info.misconception.strip() and info.handout.strip() and info.example_check.strip(), op_id
 
@@ -1086,3 +1087,12 @@ def test_forced_fail_makes_construction_raise(reference_tree: ast.Module) -> Non
         value(1.0)
     # The unmutated reference constructs fine, so the raise is the mutant's doing.
     assert load_engine(reference_tree, "Value")(1.0).data == 1.0
+
+
+def test_the_equivalent_guard_changes_code_but_not_behaviour() -> None:
+    mutated, lines = mutate(ast.parse(REFERENCE_SOURCE), EQUIVALENT, "Value")
+    assert len(lines) >= 15  # every method
+    assert ast.dump(mutated) != ast.dump(ast.parse(REFERENCE_SOURCE))
+    original = battery(engine_from(REFERENCE_SOURCE, "Value"))
+    copy = battery(engine_from(REFERENCE_SOURCE, "Value", EQUIVALENT))
+    assert not differs(copy, original), first_difference(copy, original)

@@ -1,0 +1,6 @@
+# autograd lab
+# TODO: write the Value class
+
+   
+	
+# (nothing yet)
