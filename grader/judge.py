@@ -13,6 +13,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from sandbox.harness.supervisor import STALLED_PROBES
+
 from .expected import Expected, math_expected
 from .mutate import BY_ID, CATALOGUE, FAMILIES, FORCED_FAIL, INFO
 from .plan import Plan, PlannedProbe
@@ -91,12 +93,14 @@ def _missing_reason(ctx: _Context, index: int) -> _Verdict:
         phase = "backward()" if index in ctx.report.forward else "building the graph"
         return _Verdict(False, problem=f"did not finish: stopped after the time limit during {phase}", kind="timeout")
     if status == "not_run":
+        reasons = {
+            "deadline": "the grading time budget ran out",
+            "repeated_timeouts": f"{STALLED_PROBES} probes in a row hit the time limit, so the rest were skipped",
+            "no_process": "your code's processes used up the sandbox's process limit (a fork bomb?)",
+        }
         return _Verdict(
             False,
-            problem="not run: "
-            + (
-                "the grading time budget ran out" if end.get("reason") == "deadline" else "the file could not be loaded"
-            ),
+            problem="not run: " + reasons.get(str(end.get("reason")), "the file could not be loaded"),
             kind="not_run",
         )
     if status in ("killed", "exited"):

@@ -49,8 +49,8 @@ class _Inert:
     def __enter__(self) -> _Inert:
         return self
 
-    def __exit__(self, *exc: Any) -> bool:
-        return False
+    def __exit__(self, *exc: Any) -> None:
+        return None
 
     def __iter__(self) -> Any:
         return iter(())

@@ -33,6 +33,7 @@ RECORD_BYTES = 256 * 1024  # one child record; larger ones are dropped
 CHILD_RECORDS_BYTES = 1024 * 1024  # everything one child may send (the oracle baseline is ~200 KiB)
 FLOOD_BYTES = 4 * 1024 * 1024  # student output beyond this stops the probe
 TAIL_BYTES = 4096  # the end of a child's output is kept too: a traceback is printed last
+STALLED_PROBES = 3  # program probes timing out in a row before the rest are skipped
 LINGER_SECONDS = 0.5  # after a child exits, how long a process it left may hold its pipes
 
 
@@ -143,7 +144,15 @@ class Supervisor:
         ofd, owfd = os.pipe()
         sys.stdout.flush()
         started = time.monotonic()
-        pid = os.fork()
+        try:
+            pid = os.fork()
+        except OSError as error:
+            # The student's processes used up the container's process limit: theirs to answer for.
+            for fd in (rfd, wfd, ofd, owfd):
+                os.close(fd)
+            if self.reap:
+                self._reap_student_processes()
+            return [], {"status": "not_run", "reason": "no_process", "error": str(error)[:200]}
         if pid == 0:
             os.close(rfd)
             os.close(ofd)
@@ -254,27 +263,25 @@ class Supervisor:
 
     @staticmethod
     def _kill(pid: int) -> None:
-        for target in (lambda: os.killpg(pid, signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL)):
+        for kill in (os.killpg, os.kill):  # the group first; the child alone if it left it
             try:
-                target()
+                kill(pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
 
     def _reap_student_processes(self) -> None:
-        """Kill anything left running under the student uid (detached processes, daemons)."""
-        pid = os.fork()
-        if pid == 0:
-            try:
-                if self.uid is None or self.gid is None:
-                    os._exit(0)
-                os.setgroups([])
-                os.setgid(self.gid)
-                os.setuid(self.uid)
-                os.kill(-1, signal.SIGKILL)  # every process this uid may signal, except itself
-            except BaseException:
-                pass
-            os._exit(0)
-        os.waitpid(pid, 0)
+        """Kill anything left running under the student uid (detached processes, daemons, the
+        remains of a fork bomb). Without forking: after a fork bomb no fork is possible."""
+        for _ in range(50):
+            victims = _processes_of(self.uid) if self.uid is not None else []
+            if not victims:
+                return
+            for pid in victims:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+            time.sleep(0.01)
 
     # --- tasks (run inside children) ----------------------------------------------------------
 
@@ -405,10 +412,11 @@ class Supervisor:
         started = next((r for r in records if r.get("t") == "script_start"), None)
         failed = next((r for r in records if r.get("t") == "err"), None)
         status = summary.get("status")
+        out: dict[str, Any]
         if status == "not_run":
             out = {"outcome": "not_run", "message": "the grading time budget ran out before this run"}
         elif status in ("timeout", "deadline"):
-            out: dict[str, Any] = {
+            out = {
                 "outcome": "timeout" if status == "timeout" else "not_run",
                 "limit": round(timeout, 2),
             }
@@ -577,10 +585,16 @@ class Supervisor:
     def run(self) -> None:
         self.class_name_found = self.class_name
         loaded = self.load()
+        stalled = 0  # program probes in a row that hit their time limit
         for probe in self.plan["probes"]:
             probe_id, kind = probe["id"], probe["kind"]
             if not loaded:
                 self.emit({"t": "probe_end", "probe": probe_id, "status": "not_run", "reason": "load_failed"})
+                continue
+            if kind == "program" and stalled >= STALLED_PROBES:
+                # An engine that hangs everywhere would spend the whole budget one probe at a
+                # time; what the first probes showed is what the rest would show.
+                self.emit({"t": "probe_end", "probe": probe_id, "status": "not_run", "reason": "repeated_timeouts"})
                 continue
             if kind == "mutation":
                 self.run_mutation(probe)
@@ -603,11 +617,31 @@ class Supervisor:
                     record["probe"] = probe_id  # a child cannot speak for another probe
                     self.emit(record)
             self.emit({"t": "probe_end", "probe": probe_id, **{k: v for k, v in summary.items() if k != "output_tail"}})
+            if kind == "program":
+                stalled = stalled + 1 if summary.get("status") in ("timeout", "deadline") else 0
 
 
 def _clean_load(load: dict[str, Any]) -> dict[str, Any]:
     keep = ("t", "ok", "class_name", "extra_args", "stand_ins_used", "leaf_data")
     return {k: load[k] for k in keep if k in load}
+
+
+def _processes_of(uid: int) -> list[int]:
+    """PIDs whose real uid is ``uid``, from /proc."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/status", encoding="ascii", errors="replace") as handle:
+                for line in handle:
+                    if line.startswith("Uid:"):
+                        if int(line.split()[1]) == uid:
+                            found.append(int(entry))
+                        break
+        except (OSError, ValueError, IndexError):
+            continue  # gone meanwhile
+    return found
 
 
 def _ignore(_phase: str, _obs: dict[str, Any]) -> None:
@@ -617,7 +651,7 @@ def _ignore(_phase: str, _obs: dict[str, Any]) -> None:
 def _same(expected: Any, observed: Any) -> bool:
     """Two observation dicts agree: same keys, floats within a tight tolerance, the rest equal."""
     if not isinstance(expected, dict) or not isinstance(observed, dict) or expected.keys() != observed.keys():
-        return expected == observed
+        return bool(expected == observed)
     for key, want in expected.items():
         got = observed[key]
         if isinstance(want, float) and isinstance(got, float):

@@ -12,7 +12,7 @@ import pytest
 from grader.batch import grade_class
 from grader.results import Outcome, Status, SubmissionResult
 from grader.rubric import load_rubric
-from grader.runners.docker import DockerRunner
+from grader.runners.docker import OWNER_LABEL, DockerRunner, owner_id
 
 pytestmark = pytest.mark.docker
 
@@ -31,9 +31,11 @@ def graded(out: Path) -> dict[str, SubmissionResult]:
 
 
 def test_no_container_or_volume_left(graded: dict[str, SubmissionResult]) -> None:
+    # Ours only (this process's owner label): other graders may share the engine.
     client = docker.from_env()
-    assert client.containers.list(all=True, filters={"label": "autograd-grader"}) == []
-    assert client.volumes.list(filters={"label": "autograd-grader"}) == []
+    mine = f"{OWNER_LABEL}={owner_id()}"
+    assert client.containers.list(all=True, filters={"label": mine}) == []
+    assert client.volumes.list(filters={"label": mine}) == []
 
 
 def test_full_marks_student(graded: dict[str, SubmissionResult]) -> None:
