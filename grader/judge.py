@@ -430,11 +430,10 @@ def _vouched(check: Check, result: CheckResult, twin: _Context | None) -> CheckR
     the check stands."""
     if twin is None or not result.points:
         return result
-    program_count = len(twin.probe.programs)
-    if any(COMPARERS[check.compare](twin, i).ok for i in range(program_count)):
+    if twin.report.end is None or twin.report.end.get("status") == "not_run":
+        return result  # the twin was never attempted (time budget): nothing to vouch with either way
+    if any(COMPARERS[check.compare](twin, i).ok for i in range(len(twin.probe.programs))):
         return result
-    if all(not twin.report.observations(i) for i in range(program_count)) and twin.report.end is None:
-        return result  # the twin never ran (time budget): nothing to vouch with either way
     return replace(
         result,
         points=0.0,

@@ -34,7 +34,7 @@ CHILD_RECORDS_BYTES = 1024 * 1024  # everything one child may send (the oracle b
 FLOOD_BYTES = 4 * 1024 * 1024  # student output beyond this stops the probe
 TAIL_BYTES = 4096  # the end of a child's output is kept too: a traceback is printed last
 STALLED_PROBES = 3  # program probes timing out in a row before the rest are skipped
-LINGER_SECONDS = 0.5  # after a child exits, how long a process it left may hold its pipes
+LINGER_SECONDS = 0.25  # after a child exits, how long a process it left may hold its pipes
 
 
 class Emitter:
