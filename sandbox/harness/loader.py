@@ -12,14 +12,15 @@ Each of these is reported back as a notice.
 from __future__ import annotations
 
 import ast
-import importlib.abc
-import importlib.machinery
 import inspect
 import re
 import sys
 import types
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
+
+from .standins import StandInFinder as StandInFinder  # re-exported: callers use loader.*
+from .standins import install_stand_ins as install_stand_ins
 
 MODULE_NAME = "autograd_lab"
 
@@ -32,79 +33,7 @@ class LoadError(Exception):
         self.line = line
 
 
-# --- stand-ins for drawing-only modules ------------------------------------------------
-
-
-class _Inert:
-    """Absorbs any use: calls, attributes, context managers, iteration, indexing."""
-
-    def __call__(self, *args: Any, **kwargs: Any) -> _Inert:
-        return self
-
-    def __getattr__(self, name: str) -> _Inert:
-        if name.startswith("__") and name.endswith("__"):
-            raise AttributeError(name)
-        return self
-
-    def __enter__(self) -> _Inert:
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        return None
-
-    def __iter__(self) -> Any:
-        return iter(())
-
-    def __getitem__(self, key: Any) -> _Inert:
-        return self
-
-    def __setitem__(self, key: Any, value: Any) -> None:
-        return None
-
-    def __repr__(self) -> str:
-        return "<stand-in>"
-
-    def __str__(self) -> str:
-        return ""
-
-
-class _StandInModule(types.ModuleType):
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__") and name.endswith("__"):
-            raise AttributeError(name)
-        return _Inert()
-
-
-class StandInFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Last on ``sys.meta_path``: serves a stand-in only when the real module is absent."""
-
-    def __init__(self, roots: Sequence[str]):
-        self.roots = set(roots)
-        self.used: list[str] = []
-
-    def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
-        if fullname.split(".")[0] not in self.roots:
-            return None
-        if fullname not in self.used:
-            self.used.append(fullname)
-        return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
-
-    def create_module(self, spec: Any) -> types.ModuleType:
-        module = _StandInModule(spec.name)
-        module.__path__ = []  # a package, so "import matplotlib.pyplot" also resolves here
-        return module
-
-    def exec_module(self, module: types.ModuleType) -> None:
-        return None
-
-
-def install_stand_ins(roots: Sequence[str]) -> StandInFinder:
-    finder = StandInFinder(roots)
-    sys.meta_path.append(finder)
-    return finder
-
-
-# --- loading ------------------------------------------------------------------------------
+# Stand-ins live in their own small module: the script bootstrap imports only that.
 
 
 # Python 3.12+ only: `type X = ...` aliases and `def f[T](...)` / `class C[T]:` generics.

@@ -24,22 +24,32 @@ from . import loader, mutate
 # folder it was written to belongs to the harness), and only then runs any student code.
 # Drawing modules get inert stand-ins, as during every other probe.
 BOOTSTRAP = """
-import os, runpy, shutil, sys, tempfile
+import os, sys, types
 root, name, uid, gid, scratch, *stand_ins = sys.argv[1:]
 if uid:
     os.setgroups([])
     os.setgid(int(gid))
     os.setuid(int(uid))
-    work = tempfile.mkdtemp(prefix="script-", dir=scratch)
-    shutil.copyfile(name, os.path.join(work, name))
+    with open(name, "rb") as handle:
+        text = handle.read()
+    work = os.path.join(scratch, "script-%d" % os.getpid())
+    os.mkdir(work, 0o700)
     os.chdir(work)
+    with open(name, "wb") as handle:
+        handle.write(text)
     os.environ["HOME"] = work
 sys.path.insert(0, root)
-from sandbox.harness import loader
-loader.install_stand_ins(stand_ins)
+from sandbox.harness.standins import install_stand_ins
+install_stand_ins(stand_ins)
+del install_stand_ins, root, uid, gid, scratch, stand_ins
 sys.path[0] = "."
 sys.argv = [name]
-runpy.run_path(name, run_name="__main__")
+with open(name, "rb") as handle:
+    code = compile(handle.read(), name, "exec")
+main = types.ModuleType("__main__")
+main.__file__ = name
+sys.modules["__main__"] = main
+exec(code, main.__dict__)
 """
 
 
