@@ -1,17 +1,21 @@
 """Inert stand-ins for drawing-only modules (graphviz, matplotlib, IPython) when not installed.
 
-Kept apart from the loader, with imports that cost nothing, because the interpreter that runs
-a student's file as a script imports it before anything else.
+Kept apart from the loader, with imports that cost next to nothing, because the interpreter
+that runs a student's file as a script imports it before anything else.
 """
 
 from __future__ import annotations
 
-import importlib.abc
 import importlib.machinery
 import sys
 import types
-from collections.abc import Sequence
-from typing import Any
+
+# typing and importlib.abc cost ~25 ms to import in a fresh interpreter, paid once per
+# injected bug: they are only needed for type checking (finders are duck-typed).
+MYPY = False
+if MYPY:
+    from collections.abc import Sequence
+    from typing import Any
 
 
 class _Inert:
@@ -54,7 +58,7 @@ class _StandInModule(types.ModuleType):
         return _Inert()
 
 
-class StandInFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+class StandInFinder:
     """Last on ``sys.meta_path``: serves a stand-in only when the real module is absent."""
 
     def __init__(self, roots: Sequence[str]):
@@ -66,7 +70,7 @@ class StandInFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
             return None
         if fullname not in self.used:
             self.used.append(fullname)
-        return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
+        return importlib.machinery.ModuleSpec(fullname, self, is_package=True)  # type: ignore[arg-type]
 
     def create_module(self, spec: Any) -> types.ModuleType:
         module = _StandInModule(spec.name)
