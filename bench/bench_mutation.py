@@ -16,7 +16,6 @@ mutation probe as a ratio to the rest of the grading. Usage:
 from __future__ import annotations
 
 import argparse
-import re
 import statistics
 import sys
 import tempfile
@@ -28,6 +27,9 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
+
+from markdown_section import write_section  # noqa: E402
 
 from grader.cli import make_runner  # noqa: E402
 from grader.grading import grade_submission  # noqa: E402
@@ -36,7 +38,6 @@ from grader.rubric import DEFAULT_RUBRIC, Rubric, load_rubric  # noqa: E402
 # Students whose grading is dominated by something else (a syntax error, an endless loop)
 # would only dilute the comparison.
 SKIP = {"frank_zhou", "henry_adams"}
-BEGIN, END = "<!-- bench_mutation:begin -->", "<!-- bench_mutation:end -->"
 
 
 def variant(name: str, folder: Path) -> Rubric:
@@ -88,27 +89,20 @@ def main() -> int:
         f"(the catalogue beyond Step 5 alone: {catalogue:.2f}x)."
     )
     stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
-    block = "\n".join(
-        [
-            BEGIN,
-            "## Mutation analysis cost (`bench/bench_mutation.py`)",
-            "",
-            f"Measured {stamp}, {args.sandbox} sandbox, {len(files)} sample submissions x {args.repeats} "
-            "repeats, variants interleaved. `rest` = the rubric without the bug_injection section; "
-            "`step5` = Step-5 and forced-fail mutants only; `full` = the shipped rubric (whole catalogue).",
-            "",
-            *rows,
-            "",
-            summary,
-            END,
-        ]
-    )
-    print(block)
+    lines = [
+        "## Mutation analysis cost (`bench/bench_mutation.py`)",
+        "",
+        f"Measured {stamp}, {args.sandbox} sandbox, {len(files)} sample submissions x {args.repeats} "
+        "repeats, variants interleaved. `rest` = the rubric without the bug_injection section; "
+        "`step5` = Step-5 and forced-fail mutants only; `full` = the shipped rubric (whole catalogue).",
+        "",
+        *rows,
+        "",
+        summary,
+    ]
+    print("\n".join(lines))
     if args.write:
-        text = args.write.read_text(encoding="utf-8") if args.write.exists() else "# Benchmarks\n"
-        pattern = re.compile(re.escape(BEGIN) + ".*?" + re.escape(END), re.DOTALL)
-        text = pattern.sub(block, text) if pattern.search(text) else text.rstrip("\n") + "\n\n" + block + "\n"
-        args.write.write_text(text, encoding="utf-8")
+        write_section(args.write, "bench_mutation", lines)
     return 0
 
 

@@ -11,7 +11,6 @@ ratio of seconds per submission to one bare container.
 from __future__ import annotations
 
 import argparse
-import re
 import statistics
 import subprocess
 import sys
@@ -24,13 +23,12 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
+from markdown_section import write_section  # noqa: E402
 from synth_class import build  # noqa: E402
 
 from grader.batch import grade_class  # noqa: E402
 from grader.rubric import load_rubric  # noqa: E402
 from grader.runners.docker import DockerRunner  # noqa: E402
-
-BEGIN, END = "<!-- bench_throughput:begin -->", "<!-- bench_throughput:end -->"
 
 
 def bare_container(image: str, repeats: int) -> float:
@@ -83,28 +81,21 @@ def main() -> int:
         f"| class of {n}, --jobs 2 | {two:.1f} | {n / two:.2f} | {two / n / bare:.2f} |",
     ]
     stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
-    block = "\n".join(
-        [
-            BEGIN,
-            "## Class throughput (`bench/bench_throughput.py`)",
-            "",
-            f"Measured {stamp} on this machine (2 cores), synthetic class (bench/synth_class.py, seed 3), "
-            "full rubric including mutation analysis, store and reports included; the bare-container "
-            "baseline is the median of 5 runs before and 5 after the batches.",
-            "",
-            *rows,
-            "",
-            f"--jobs 2 grades {one / two:.2f}x as fast as --jobs 1; one submission costs "
-            f"{two / n / bare:.2f} bare containers of wall time at --jobs 2.",
-            END,
-        ]
-    )
-    print(block)
+    lines = [
+        "## Class throughput (`bench/bench_throughput.py`)",
+        "",
+        f"Measured {stamp} on this machine (2 cores), synthetic class (bench/synth_class.py, seed 3), "
+        "full rubric including mutation analysis, store and reports included; the bare-container "
+        "baseline is the median of 5 runs before and 5 after the batches.",
+        "",
+        *rows,
+        "",
+        f"--jobs 2 grades {one / two:.2f}x as fast as --jobs 1; one submission costs "
+        f"{two / n / bare:.2f} bare containers of wall time at --jobs 2.",
+    ]
+    print("\n".join(lines))
     if args.write:
-        text = args.write.read_text(encoding="utf-8") if args.write.exists() else "# Benchmarks\n"
-        pattern = re.compile(re.escape(BEGIN) + ".*?" + re.escape(END), re.DOTALL)
-        text = pattern.sub(block, text) if pattern.search(text) else text.rstrip("\n") + "\n\n" + block + "\n"
-        args.write.write_text(text, encoding="utf-8")
+        write_section(args.write, "bench_throughput", lines)
     return 0
 
 

@@ -587,44 +587,28 @@ def _div_square(engine: Engine) -> list[int]:
     return _swap_operator("__truediv__", ast.Div, ast.Mult)(engine)
 
 
-def _forced_fail(engine: Engine) -> list[int]:
-    edited = []
-    for method in engine.methods.values():
-        start = (
-            1
-            if method.body
-            and isinstance(method.body[0], ast.Expr)
-            and isinstance(getattr(method.body[0], "value", None), ast.Constant)
-            else 0
-        )
-        boom = ast.parse("raise RuntimeError('forced-fail mutant: every method raises')").body[0]
-        method.body.insert(start, ast.copy_location(boom, method))
-        edited.append(method.lineno)
-    if not edited:
-        raise NotApplicable("the engine class has no methods")
-    return sorted(edited)
+def _first_in_every_method(statement: str) -> Transform:
+    """Put ``statement`` at the start of every method of the engine (after a docstring)."""
+
+    def transform(engine: Engine) -> list[int]:
+        edited = []
+        for method in engine.methods.values():
+            first = method.body[0] if method.body else None
+            start = 1 if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) else 0
+            method.body.insert(start, ast.copy_location(ast.parse(statement).body[0], method))
+            edited.append(method.lineno)
+        if not edited:
+            raise NotApplicable("the engine class has no methods")
+        return sorted(edited)
+
+    return transform
 
 
-def _equivalent(engine: Engine) -> list[int]:
-    """A harmless assignment at the start of every method: same behaviour, different code.
-
-    Checks that test what the engine computes pass on it; "checks" that compare the file's
-    text, syntax tree or bytecode with a constant fail, which is how they are told apart."""
-    edited = []
-    for method in engine.methods.values():
-        start = (
-            1
-            if method.body
-            and isinstance(method.body[0], ast.Expr)
-            and isinstance(getattr(method.body[0], "value", None), ast.Constant)
-            else 0
-        )
-        noop = ast.parse("_unchanged_ = None").body[0]
-        method.body.insert(start, ast.copy_location(noop, method))
-        edited.append(method.lineno)
-    if not edited:
-        raise NotApplicable("the engine class has no methods")
-    return sorted(edited)
+# Every method raises: checks that never touch this engine still pass.
+_forced_fail = _first_in_every_method("raise RuntimeError('forced-fail mutant: every method raises')")
+# A harmless assignment: the same behaviour in different code. Checks that test what the engine
+# computes pass on it; "checks" comparing the file's text, tree or bytecode with a constant fail.
+_equivalent = _first_in_every_method("_unchanged_ = None")
 
 
 CATALOGUE: tuple[Operator, ...] = (
