@@ -161,8 +161,8 @@ class Supervisor:
         os.close(owfd)
         records, summary = self._collect(pid, rfd, ofd, timeout, progress_resets, started)
         summary["elapsed"] = round(time.monotonic() - started, 3)
-        if self.reap:
-            self._reap_student_processes()
+        if self.reap and self._reap_student_processes():
+            summary["lingering"] = True  # something the child started outlived it
         return records, summary
 
     def _collect(
@@ -269,19 +269,23 @@ class Supervisor:
             except (ProcessLookupError, PermissionError):
                 pass
 
-    def _reap_student_processes(self) -> None:
+    def _reap_student_processes(self) -> int:
         """Kill anything left running under the student uid (detached processes, daemons, the
-        remains of a fork bomb). Without forking: after a fork bomb no fork is possible."""
+        remains of a fork bomb); returns how many were found. Without forking: after a fork
+        bomb no fork is possible."""
+        found = 0
         for _ in range(50):
             victims = _processes_of(self.uid) if self.uid is not None else []
             if not victims:
-                return
+                break
+            found += len(victims)
             for pid in victims:
                 try:
                     os.kill(pid, signal.SIGKILL)
                 except (ProcessLookupError, PermissionError):
                     pass
             time.sleep(0.01)
+        return found
 
     # --- tasks (run inside children) ----------------------------------------------------------
 
@@ -627,19 +631,17 @@ def _clean_load(load: dict[str, Any]) -> dict[str, Any]:
 
 
 def _processes_of(uid: int) -> list[int]:
-    """PIDs whose real uid is ``uid``, from /proc."""
+    """Live (not zombie) PIDs whose real uid is ``uid``, from /proc."""
     found = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
         try:
             with open(f"/proc/{entry}/status", encoding="ascii", errors="replace") as handle:
-                for line in handle:
-                    if line.startswith("Uid:"):
-                        if int(line.split()[1]) == uid:
-                            found.append(int(entry))
-                        break
-        except (OSError, ValueError, IndexError):
+                fields = dict(line.split(":", 1) for line in handle if ":" in line)
+            if fields["State"].split()[0] != "Z" and int(fields["Uid"].split()[0]) == uid:
+                found.append(int(entry))
+        except (OSError, ValueError, IndexError, KeyError):
             continue  # gone meanwhile
     return found
 
