@@ -29,7 +29,7 @@ unit: $(VENV)/.installed
 
 lint: $(VENV)/.installed
 	$(PY) -m mypy
-	$(PY) -m ruff check grader sandbox tests
+	$(PY) -m ruff check grader sandbox tests bench
 
 test: image lint
 	REQUIRE_DOCKER=1 $(PY) -m pytest tests -q

@@ -21,7 +21,7 @@ from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
-from .collect import Collection, Found, collect
+from .collect import Found, collect
 from .diagnose import reference_mutants
 from .errors import SubmissionError
 from .grading import Evidence, Graded, grade_source, rejudge
@@ -281,7 +281,3 @@ def export_class(store: Store, out: Path, *, rubric_name: str, section_tags: lis
             [(names.get(r.student, r.student), r.student, r) for r in results], out / "canvas_grades.csv", rubric_name
         )
     return len(results)
-
-
-def collection_of(source: Path, rubric: Rubric) -> Collection:
-    return collect(source, filename=rubric.filename, max_file_bytes=rubric.limits.max_file_kb * 1024)

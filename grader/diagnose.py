@@ -13,7 +13,6 @@ from __future__ import annotations
 import ast
 import contextlib
 import io
-import math
 import types
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -22,7 +21,7 @@ from typing import Any
 
 from sandbox.harness import programs as executors
 
-from .expected import REFERENCE, Expected, compute_expected
+from .expected import REFERENCE, Expected, compute_expected, observe
 from .judge import fmt, judge
 from .mutate import CATALOGUE, FAMILIES, INFO, mutate
 from .plan import Plan, PlannedProbe
@@ -53,39 +52,6 @@ class MutantRun:
 # --- observing an engine on the host ----------------------------------------------------------------
 
 
-def _noop(_phase: str, _obs: dict[str, Any]) -> None:
-    return None
-
-
-def observe(engine: type, plan: Plan) -> HarnessReport:
-    """The plan's program and api probes run against ``engine`` in-process, as a harness report."""
-    report = HarnessReport(
-        load={"ok": True, "class_name": engine.__name__, "extra_args": []},
-        probes={},
-        complete=True,
-        dropped=0,
-        duplicates=0,
-    )
-    for probe in plan.probes:
-        out = report.probe(probe.id)
-        if probe.kind == "api":
-            try:
-                out.final[0] = executors.run_api(engine, engine)
-            except Exception as error:  # a mutant may break the api probe; that is an observation
-                out.errors[0] = {"stage": "api", "error": {"type": type(error).__name__}, "obs": {}}
-        for index, program in enumerate(probe.programs):
-            try:
-                out.final[index] = executors.run_program(engine, program, _noop)
-            except executors.ProgramError as failure:
-                out.errors[index] = {
-                    "stage": failure.stage,
-                    "error": {"type": type(failure.error).__name__, "message": str(failure.error)[:200], "line": None},
-                    "obs": failure.observations,
-                }
-        out.end = {"status": "ok", "output": ""}
-    return report
-
-
 def differing(expected: Expected, plan: Plan, report: HarnessReport) -> dict[Key, Any]:
     """Every observed number that differs from the reference's, with the observed value."""
     out: dict[Key, Any] = {}
@@ -100,15 +66,9 @@ def differing(expected: Expected, plan: Plan, report: HarnessReport) -> dict[Key
                 if not isinstance(value, float):
                     continue  # orders and labels legitimately differ between correct engines
                 seen = got.get(key, MISSING)
-                if not _agrees(value, seen):
+                if not executors.same_value(value, seen):
                     out[(probe.id, index, key)] = seen
     return out
-
-
-def _agrees(want: Any, got: Any) -> bool:
-    if isinstance(want, float) and isinstance(got, float):
-        return abs(want - got) <= 1e-9 + 1e-7 * abs(want) or (math.isnan(want) and math.isnan(got))
-    return bool(want == got)
 
 
 # --- the reference's mutants -------------------------------------------------------------------------
@@ -240,7 +200,7 @@ def _match(fingerprint: dict[Key, Any], remaining: dict[Key, Any]) -> tuple[bool
     shared = set(fingerprint) & set(remaining)
     cover = len(shared) / len(fingerprint)
     jaccard = len(shared) / len(set(fingerprint) | set(remaining))
-    agree = sum(_agrees(fingerprint[k], remaining[k]) for k in shared) / max(1, len(shared))
+    agree = sum(executors.same_value(fingerprint[k], remaining[k]) for k in shared) / max(1, len(shared))
     explains = len(shared) / len(remaining)
     # Either nearly all of the fingerprint shows, or everything left lies inside most of it (a
     # related bug, e.g. a breadth-first order instead of a missing visited check, differs on

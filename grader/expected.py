@@ -21,6 +21,7 @@ from sandbox.harness import programs as executors
 from .errors import GraderError
 from .plan import Plan
 from .program import math_expectation
+from .protocol import HarnessReport
 
 REFERENCE = Path(__file__).resolve().parent.parent / "reference" / "autograd_lab.py"
 
@@ -52,20 +53,51 @@ def _noop(_phase: str, _obs: Observations) -> None:
     return None
 
 
+def observe(engine: type, plan: Plan) -> HarnessReport:
+    """The plan's api and program probes run against a trusted ``engine`` in-process, read by
+    the sandbox's own executors, as a harness report (errors recorded, not raised)."""
+    report = HarnessReport(
+        load={"ok": True, "class_name": engine.__name__, "extra_args": []},
+        probes={},
+        complete=True,
+        dropped=0,
+        duplicates=0,
+    )
+    for probe in plan.probes:
+        out = report.probe(probe.id)
+        if probe.kind == "api":
+            try:
+                out.final[0] = executors.run_api(engine, engine)
+            except Exception as error:  # a mutant may break the api probe; that is an observation
+                out.errors[0] = {"stage": "api", "error": {"type": type(error).__name__}, "obs": {}}
+        for index, program in enumerate(probe.programs):
+            try:
+                out.final[index] = executors.run_program(engine, program, _noop)
+            except executors.ProgramError as failure:
+                out.errors[index] = {
+                    "stage": failure.stage,
+                    "error": {"type": type(failure.error).__name__, "message": str(failure.error)[:200], "line": None},
+                    "obs": failure.observations,
+                }
+        out.end = {"status": "ok", "output": ""}
+    return report
+
+
 def compute_expected(plan: Plan, *, class_name: str, reference: Path = REFERENCE) -> Expected:
-    module = load_reference(reference)
-    engine = getattr(module, class_name)
+    report = observe(getattr(load_reference(reference), class_name), plan)
     by_probe: dict[str, list[Observations]] = {}
     for probe in plan.probes:
-        if probe.kind == "api":
-            by_probe[probe.id] = [executors.run_api(engine, engine)]
-        elif probe.kind == "program":
-            try:
-                by_probe[probe.id] = [executors.run_program(engine, p, _noop) for p in probe.programs]
-            except executors.ProgramError as failure:
-                raise GraderError(
-                    f"the reference fails probe {probe.id} at {failure.stage}: {failure.error!r}"
-                ) from None
+        if probe.kind not in ("api", "program"):
+            continue
+        got = report.probe(probe.id)
+        if got.errors:
+            failure = next(iter(got.errors.values()))
+            raise GraderError(
+                f"the reference fails probe {probe.id} at {failure['stage']}: {failure['error'].get('type')} "
+                f"{failure['error'].get('message', '')}"
+            )
+        count = 1 if probe.kind == "api" else len(probe.programs)  # the api probe is one observation
+        by_probe[probe.id] = [got.final[i] for i in range(count)]
     return Expected(by_probe)
 
 

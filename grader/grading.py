@@ -236,8 +236,8 @@ def _status(raw: RawRun, report: HarnessReport, checks: list[CheckResult]) -> tu
     clean: dict[str, Any] = next(
         (p.mutants["clean"].get("script", {}) for p in report.probes.values() if "clean" in p.mutants), {}
     )
-    memory_notice = any("MemoryError" in n for n in (report.load or {}).get("notices", []))
-    if raw.oom_killed or "MemoryError" in errors or memory_notice or clean.get("exception") == "MemoryError":
+    memory_at_import = (report.load or {}).get("memory_error")
+    if raw.oom_killed or "MemoryError" in errors or memory_at_import or clean.get("exception") == "MemoryError":
         found.append((Status.OOM, "the submission ran out of memory; results up to that point are kept"))
     flooded = (report.load or {}).get("output_limit") or clean.get("exception") == "OutputLimit"
     if raw.stdout_truncated or flooded or any(e["status"] == "output_limit" for e in ends):

@@ -137,6 +137,7 @@ def _accept(record: dict[str, Any], report: HarnessReport, planned: dict[str, Pl
             "output": _text(record.get("output"), 64 * 1024),
             "output_limit": record.get("output_limit") is True,
             "timed_out": record.get("timed_out") is True,
+            "memory_error": record.get("memory_error") is True,
         }
         return True
     probe_id = record.get("probe")
@@ -213,7 +214,7 @@ def _mutant(report: HarnessReport, probe: ProbeReport, plan_probe: PlannedProbe,
     name = record.get("mutant")
     if plan_probe.kind != "mutation" or not isinstance(name, str):
         return False
-    if name not in (*plan_probe.mutants, "clean", "oracle_baseline", "equivalent"):
+    if name not in (*plan_probe.mutants, "clean", "equivalent"):
         return False
     if name in probe.mutants:
         report.duplicates += 1

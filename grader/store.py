@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -224,8 +223,3 @@ class _Transaction:
 
     def __exit__(self, kind: object, *rest: object) -> None:
         self._db.execute("ROLLBACK" if kind else "COMMIT")
-
-
-def iter_students(store: Store) -> Iterator[str]:
-    for item in store.submissions():
-        yield item.student

@@ -20,6 +20,7 @@ from grader.report.view import (
     self_check_text,
     shows_details,
     status_text,
+    step5_line,
     write_text_atomic,
 )
 from grader.results import CheckResult, Outcome, SubmissionResult, Visibility
@@ -46,8 +47,8 @@ def _top_output(result: SubmissionResult) -> str:
     if result.scored:
         for heading, text in diagnosis_lines(result):
             lines.append(f"{heading}: {text}")
-    if result.step5_note and result.step5_note not in result.review:
-        lines.append(result.step5_note)
+    if step5_line(result):
+        lines.append(step5_line(result))
     lines.extend(f"Flagged for review: {reason}" for reason in result.review)
     return "\n".join(lines)
 

@@ -20,6 +20,7 @@ from grader.report.view import (
     self_check_text,
     short_sha,
     shows_details,
+    step5_line,
     write_text_atomic,
 )
 from grader.results import CheckResult, Comparison, SubmissionResult, Visibility
@@ -145,7 +146,7 @@ def render_feedback_html(result: SubmissionResult) -> str:
         "load": result.load,
         "sections": _sections(result),
         "diagnoses": diagnosis_lines(result) if result.scored else [],
-        "step5_note": result.step5_note if result.step5_note not in result.review else "",
+        "step5_note": step5_line(result),
         "review": result.review,
     }
     return environment().get_template(TEMPLATE).render(context)

@@ -25,6 +25,7 @@ from grader.report.view import (
     score_text,
     self_check_text,
     shows_details,
+    step5_line,
 )
 from grader.results import Outcome, Status, SubmissionResult
 
@@ -136,8 +137,8 @@ def _renderables(result: SubmissionResult) -> list[RenderableType]:
         return parts
     for heading, text in diagnosis_lines(result):
         parts.append(_text(f"{heading}: {text}", "yellow"))
-    if result.step5_note and result.step5_note not in result.review:
-        parts.append(_text(result.step5_note, "dim"))
+    if step5_line(result):
+        parts.append(_text(step5_line(result), "dim"))
     for reason in result.review:
         parts.append(_text(f"Flagged for review: {reason}", "magenta"))
     failing = failing_checks(result)

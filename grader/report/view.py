@@ -166,6 +166,11 @@ def diagnosis_lines(result: SubmissionResult) -> list[tuple[str, str]]:
     return out
 
 
+def step5_line(result: SubmissionResult) -> str:
+    """The Step-5 note line, unless a review flag already says the same thing."""
+    return result.step5_note if result.step5_note not in result.review else ""
+
+
 def instances_text(check: CheckResult) -> str:
     if check.instances_total <= 1:
         return ""

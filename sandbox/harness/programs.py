@@ -40,6 +40,14 @@ class ProgramError(Exception):
         self.observations = observations
 
 
+def same_value(want: Observation, got: Observation) -> bool:
+    """Two observed quantities agree: floats within 1e-9 + 1e-7 relative (NaN equals NaN), the
+    rest exactly. Used to tell a mutant's behaviour from the original engine's."""
+    if isinstance(want, float) and isinstance(got, float):
+        return abs(want - got) <= 1e-9 + 1e-7 * abs(want) or (math.isnan(want) and math.isnan(got))
+    return bool(want == got)
+
+
 def read_float(value: Any) -> Observation:
     """A JSON-safe reading of a number stored by the engine, without calling its methods."""
     if isinstance(value, bool):

@@ -80,6 +80,7 @@ class Supervisor:
         self.mode = "full"
         self.flooded = False  # importing the file printed past the output limit
         self.stalled = False  # importing the file ran past its time limit
+        self.out_of_memory = False  # importing the file raised MemoryError
         # One scratch folder per run, world-writable and sticky like /tmp; each probe gets a
         # fresh folder inside it, and the whole tree goes when the run ends.
         self.scratch = tempfile.mkdtemp(prefix="ag-run-")
@@ -502,7 +503,6 @@ class Supervisor:
             return
         baseline, base_status, base_elapsed = self._oracle_baseline(oracle)
         oracle_limit = min(self.script_seconds, 2.0 + 5.0 * base_elapsed)
-        self.emit({"t": "mutant", "probe": probe_id, "mutant": "oracle_baseline", "oracle": {"status": base_status}})
         for name in probe.get("mutants", []):
             script = self._script_outcome(name, script_limit)
             record: dict[str, Any] = {"t": "mutant", "probe": probe_id, "mutant": name, "script": script}
@@ -524,6 +524,7 @@ class Supervisor:
             self.flooded = self.flooded or summary.get("status") == "output_limit"
             self.stalled = self.stalled or summary.get("status") == "timeout"
             load = next((r for r in records if r.get("t") == "load"), None)
+            self.out_of_memory = self.out_of_memory or ((load or {}).get("error") or {}).get("type") == "MemoryError"
             if load and load.get("ok"):
                 self.class_name_found = str(load.get("class_name") or self.class_name)
                 self.emit(
@@ -534,6 +535,7 @@ class Supervisor:
                         "output": summary.get("output", ""),
                         "output_limit": self.flooded,
                         "timed_out": self.stalled,
+                        "memory_error": self.out_of_memory,
                     }
                 )
                 return True
@@ -563,6 +565,7 @@ class Supervisor:
                         "output": summary.get("output", ""),
                         "output_limit": self.flooded,
                         "timed_out": self.stalled,
+                        "memory_error": self.out_of_memory,
                     }
                 )
                 return False
@@ -654,14 +657,7 @@ def _same(expected: Any, observed: Any) -> bool:
     """Two observation dicts agree: same keys, floats within a tight tolerance, the rest equal."""
     if not isinstance(expected, dict) or not isinstance(observed, dict) or expected.keys() != observed.keys():
         return bool(expected == observed)
-    for key, want in expected.items():
-        got = observed[key]
-        if isinstance(want, float) and isinstance(got, float):
-            if not (abs(want - got) <= 1e-9 + 1e-7 * abs(want) or (want != want and got != got)):
-                return False
-        elif want != got:
-            return False
-    return True
+    return all(programs.same_value(want, observed[key]) for key, want in expected.items())
 
 
 def _reject_constant(name: str) -> Any:
