@@ -26,7 +26,7 @@ from .diagnose import reference_mutants
 from .errors import SubmissionError
 from .grading import Evidence, Graded, grade_source, rejudge
 from .plan import build_plan, new_seed
-from .report import write_feedback_html, write_grades_csv, write_gradescope
+from .report import write_feedback_html, write_grades_csv, write_gradescope, write_markdown
 from .report.canvas import write_canvas_csv
 from .report.class_report import render_class_report
 from .report.prairielearn import write_prairielearn
@@ -260,6 +260,7 @@ def _write_student(out: Path, result: SubmissionResult) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     write_gradescope(result, folder / "results.json")
     write_feedback_html(result, folder / "feedback.html")
+    write_markdown(result, folder / "feedback.md")  # for LMS comment boxes
     if not write_prairielearn(result, folder / "prairielearn.json"):
         (folder / "prairielearn.json").unlink(missing_ok=True)  # a grader failure is not a grade
 

@@ -12,7 +12,7 @@ import click
 
 from .errors import GraderError, SandboxUnavailable
 from .plan import new_seed
-from .report import print_summary, write_feedback_html, write_gradescope
+from .report import print_summary, write_feedback_html, write_gradescope, write_markdown
 from .results import SubmissionResult
 from .rubric import DEFAULT_RUBRIC, Rubric, load_rubric
 from .runners.base import Runner
@@ -67,9 +67,17 @@ def cli() -> None:
 @click.option(
     "--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), help="Write Gradescope results.json here."
 )
+@click.option(
+    "--md",
+    "md_out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write Markdown feedback here (for LMS comments).",
+)
 @rubric_option
 @sandbox_option
-def check(file: Path, html_out: Path | None, json_out: Path | None, rubric_path: str | None, sandbox: str) -> None:
+def check(
+    file: Path, html_out: Path | None, json_out: Path | None, md_out: Path | None, rubric_path: str | None, sandbox: str
+) -> None:
     """Self-check FILE before submitting: visible checks only."""
     from .grading import grade_submission
 
@@ -79,7 +87,7 @@ def check(file: Path, html_out: Path | None, json_out: Path | None, rubric_path:
         file, student=file.parent.name or "you", rubric=rubric, runner=runner, seed=new_seed(), visible_only=True
     )
     print_summary(result)
-    _write(result, html_out, json_out)
+    _write(result, html_out, json_out, md_out)
     if not result.scored:
         sys.exit(7)
 
@@ -101,7 +109,7 @@ def grade(
     a Canvas submissions download, or a zip of student folders.
 
     Results go to OUT/grades.sqlite as they finish; a rerun grades only what changed. Writes
-    OUT/students/<student>/ (feedback.html, results.json, prairielearn.json), OUT/grades.csv
+    OUT/students/<student>/ (feedback.html, feedback.md, results.json, prairielearn.json), OUT/grades.csv
     and OUT/index.html.
     """
     from rich.console import Console
@@ -254,7 +262,10 @@ def image_build(force: bool, base: str | None) -> None:
     click.echo(tag)
 
 
-def _write(result: SubmissionResult, html_out: Path | None, json_out: Path | None) -> None:
+def _write(result: SubmissionResult, html_out: Path | None, json_out: Path | None, md_out: Path | None) -> None:
+    if md_out:
+        write_markdown(result, md_out)
+        click.echo(f"Markdown feedback: {md_out}")
     if html_out:
         write_feedback_html(result, html_out)
         click.echo(f"HTML feedback: {html_out}")

@@ -16,10 +16,10 @@ from typing import Any
 from .diagnose import diagnose
 from .errors import InfraError
 from .expected import compute_expected
-from .judge import judge
+from .judge import build_figures, judge
 from .plan import Plan, build_plan
 from .protocol import HarnessReport, parse_output
-from .results import CheckResult, Diagnosis, LoadReport, Outcome, SectionResult, Status, SubmissionResult
+from .results import CheckResult, Diagnosis, GraphFigure, LoadReport, Outcome, SectionResult, Status, SubmissionResult
 from .rubric import Rubric
 from .runners.base import Limits, RawRun, Runner
 from .step5_note import Step5Note, find_note
@@ -187,6 +187,7 @@ def _judge_run(
         )
     diagnoses = diagnose(rubric, plan, expected, report, checks) if report.load and report.load.get("ok") else ()
     checks = _with_misconceptions(checks, diagnoses)
+    figures = build_figures(rubric, plan, expected, report, checks)
     note = find_note(importlib.util.decode_source(source))
     return _assemble(
         rubric,
@@ -203,6 +204,7 @@ def _judge_run(
         visible_only,
         diagnoses=diagnoses,
         note=note,
+        figures=figures,
     )
 
 
@@ -319,6 +321,7 @@ def _assemble(
     *,
     diagnoses: tuple[Diagnosis, ...],
     note: Step5Note,
+    figures: tuple[GraphFigure, ...],
 ) -> SubmissionResult:
     sections = _sections(rubric, checks, plan)
     review = [] if note.complete or not load.ok else [note.summary()]
@@ -343,6 +346,7 @@ def _assemble(
         diagnoses=diagnoses,
         step5_note=note.summary() if load.ok else "",
         review=tuple(review),
+        figures=figures,
     )
 
 

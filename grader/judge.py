@@ -16,21 +16,13 @@ from typing import Any
 from sandbox.harness.supervisor import STALLED_PROBES
 
 from .expected import Expected, math_expected
+from .figures import build_figure, op_matches, show
 from .mutate import BY_ID, CATALOGUE, FAMILIES, FORCED_FAIL, INFO
 from .plan import Plan, PlannedProbe
-from .program import consumers, describe
+from .program import consumers, describe, expression, program_root
 from .protocol import HarnessReport, ProbeReport
-from .results import CheckResult, Comparison, Outcome, Visibility
+from .results import CheckResult, Comparison, FdRow, GraphFigure, Outcome, Visibility
 from .rubric import MUTATION_COMPARES, Check, Rubric, Tolerance
-
-OP_SYNONYMS = {
-    "+": {"+", "add", "plus"},
-    "*": {"*", "mul", "times", "x", "×"},
-    "relu": {"relu"},
-    "tanh": {"tanh"},
-    "exp": {"exp"},
-    "log": {"log", "ln"},
-}
 
 
 @dataclass
@@ -53,17 +45,9 @@ class _Context:
 
 
 def fmt(value: Any) -> str:
-    if isinstance(value, float):
-        return f"{value:.10g}"
-    if isinstance(value, dict):
-        if "nonfinite" in value:
-            return {"nan": "NaN", "inf": "inf", "-inf": "-inf"}.get(value["nonfinite"], "overflow")
-        return f"not a float ({value.get('bad', '?')})"
     if isinstance(value, list):
         return "{" + ", ".join(value) + "}" if value else "{} (none)"
-    if value is None:
-        return "(not observed)"
-    return repr(value) if isinstance(value, str) else str(value)
+    return repr(value) if isinstance(value, str) else show(value)
 
 
 def _number_ok(observed: Any, expected: float, tolerance: Tolerance) -> bool:
@@ -147,8 +131,7 @@ def _graph(ctx: _Context, index: int) -> _Verdict:
     for key in [k for k in expected if _selected(k, ctx.check.observe)]:
         want, got = expected[key], observed.get(key)
         if key.endswith(".op"):
-            synonyms = OP_SYNONYMS.get(str(want), {str(want)})
-            ok = isinstance(got, str) and (got.strip().lower() in synonyms or (want == "" and got.strip() == ""))
+            ok = op_matches(want, got)
         else:
             ok = got == want
         verdict.comparisons.append(Comparison(key, fmt(want), fmt(got), ok))
@@ -445,6 +428,69 @@ def _vouched(check: Check, result: CheckResult, twin: _Context | None) -> CheckR
     )
 
 
+# Checks on a graph program get its picture (when one failed, or when the graph itself is graded).
+FIGURE_COMPARES = ("values", "graph", "schedule")
+MAX_FD_ROWS = 8
+
+
+def _fd_rows(ctx: _Context) -> tuple[FdRow, ...]:
+    """The engine's leaf gradients beside centered differences, one row per leaf and instance."""
+    rows: list[FdRow] = []
+    for index, program in enumerate(ctx.probe.programs):
+        numeric = math_expected(program)
+        observed = ctx.report.observations(index)
+        operation = expression(program)
+        for leaf in program["leaves"]:
+            key = f"{leaf}.grad"
+            if key not in numeric or not _selected(key, ctx.check.observe):
+                continue
+            got, want = observed.get(key), numeric[key]
+            rel = abs(got - want) / max(1e-8, abs(got) + abs(want)) if isinstance(got, float) else math.nan
+            rows.append(
+                FdRow(
+                    operation=operation,
+                    point=", ".join(f"{k} = {v:g}" for k, v in program["leaves"].items()),
+                    quantity=key,
+                    analytic=show(got),
+                    numeric=show(want),
+                    rel_error=f"{rel:.2e}" if math.isfinite(rel) else "n/a",
+                    ok=_number_ok(got, want, ctx.tolerance),
+                )
+            )
+    return tuple(rows[:MAX_FD_ROWS])
+
+
+def build_figures(
+    rubric: Rubric, plan: Plan, expected: Expected, report: HarnessReport, checks: Sequence[CheckResult]
+) -> tuple[GraphFigure, ...]:
+    """The graphs the checks refer to, each built once, from the first check that names it."""
+    figures: dict[str, GraphFigure] = {}
+    by_id = {c.id: c for c in plan.checks}
+    for result in checks:
+        if not result.figure or result.figure in figures:
+            continue
+        check = by_id[result.check_id]
+        probe_id, index_text = result.figure.rsplit("#", 1)
+        index = int(index_text)
+        probe = plan.probe(probe_id)
+        program = probe.programs[index]
+        want = dict(expected.program(probe_id, index))
+        if check.expect_from == "math":
+            want.update(math_expected(program))
+        ctx = _Context(
+            check, probe, report.probe(probe_id), expected, rubric.tolerances[check.tolerance], {}, rubric.class_name
+        )
+        observed = ctx.report.observations(index)
+        problem = (
+            "" if observed.get(f"{program_root(program)}.grad") is not None else _missing_reason(ctx, index).problem
+        )
+        title = rubric.section(check.section).title if "graph" in program.get("record", ()) else check.title
+        figures[result.figure] = build_figure(
+            result.figure, title, program, observed, want, ctx.tolerance, problem=problem
+        )
+    return tuple(figures.values())
+
+
 # When no instance passed, the most telling cause names the outcome.
 _CAUSES = (("timeout", Outcome.TIMEOUT), ("error", Outcome.ERROR), ("not_run", Outcome.NOT_RUN))
 
@@ -465,9 +511,16 @@ def _result(
     visible = check.visibility is Visibility.VISIBLE
     first_bad = next((v for v in verdicts if not v.ok), None)
     built = ""
+    figure = ""
+    fd_rows: tuple[FdRow, ...] = ()
     if visible and probe.programs:
-        bad_index = verdicts.index(first_bad) if first_bad in verdicts else 0
-        built = describe(probe.programs[min(bad_index, len(probe.programs) - 1)])
+        bad_index = min(verdicts.index(first_bad) if first_bad in verdicts else 0, len(probe.programs) - 1)
+        built = describe(probe.programs[bad_index])
+        drawn = check.compare in FIGURE_COMPARES and verdicts and verdicts[0].kind != "not_run"
+        if drawn and (first_bad is not None or "graph" in probe.programs[bad_index].get("record", ())):
+            figure = f"{probe.id}#{bad_index}"
+        if check.expect_from == "math":
+            fd_rows = _fd_rows(ctx)
     message = notes[0] if notes else _message(check, verdicts, first_bad, visible)
     comparisons: tuple[Comparison, ...] = ()
     if visible and first_bad is not None:
@@ -495,6 +548,9 @@ def _result(
         instances_passed=passed,
         instances_total=total,
         notes=tuple(notes[1:]),
+        figure=figure,
+        fd_rows=fd_rows,
+        finite_difference=check.expect_from == "math",
     )
 
 

@@ -96,6 +96,34 @@ def describe(program: Program) -> str:
     return "\n".join(lines)
 
 
+def program_root(program: Program) -> str:
+    """The node backward() starts from (else the last node built)."""
+    roots = [args[0] for _, op, *args in program["steps"] if op == "backward"]
+    if roots:
+        return str(roots[0])
+    targets = [target for target, op, *_ in program["steps"] if op != "backward"]
+    return str(targets[-1]) if targets else str(next(iter(program["leaves"])))
+
+
+def expression(program: Program) -> str:
+    """The root as one expression of the leaves: "log(exp(x))", "(x * y) * 2.3"."""
+    made = {target: (op, args) for target, op, *args in program["steps"] if op not in ("backward", "sgd")}
+
+    def inline(name: str, outer: bool) -> str:
+        if name not in made:
+            return name
+        op, args = made[name]
+        parts = [inline(a, False) if isinstance(a, str) else f"{a:g}" for a in args]
+        if op in UNARY:
+            return f"{op}({parts[0]})"
+        if op == "neg":
+            return f"-{parts[0]}"
+        text = f" {dict(add='+', sub='-', mul='*', div='/', pow='**')[op]} ".join(parts)
+        return text if outer else f"({text})"
+
+    return inline(program_root(program), True)
+
+
 def consumers(program: Program) -> dict[str, set[str]]:
     """For each node, the nodes computed from it (the ones whose backward must run first)."""
     out: dict[str, set[str]] = {name: set() for name in program["leaves"]}

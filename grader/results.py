@@ -54,6 +54,66 @@ class Comparison:
 
 
 @dataclass(frozen=True)
+class FdRow:
+    """One finite-difference comparison: the engine's gradient beside a centered difference."""
+
+    operation: str  # e.g. "log(exp(x))"
+    point: str  # e.g. "x = 1.5"
+    quantity: str  # the gradient compared, e.g. "x.grad"
+    analytic: str
+    numeric: str
+    rel_error: str  # |analytic - numeric| / max(1e-8, |analytic| + |numeric|), as the handout defines it
+    ok: bool
+
+
+@dataclass(frozen=True)
+class FigureNode:
+    """One node of a drawn graph: what the student's engine holds beside what it should hold."""
+
+    name: str
+    op: str  # the operation that made it ("*", "+", "relu", ...); "" for a leaf
+    formula: str  # e.g. "a * b"; "" for a leaf
+    observed_op: str  # the engine's _op label ("" when not recorded)
+    op_ok: bool | None  # None: not recorded
+    data: str
+    data_expected: str
+    data_ok: bool | None  # None: not observed
+    grad: str
+    grad_expected: str
+    grad_ok: bool | None
+    visits: tuple[int, ...] = ()  # 1-based positions of this node's _backward in backward()'s order
+    parents_note: str = ""  # how the engine's _prev differs from the node's real inputs
+    lost: str = ""  # what happened to this node's gradient, when its paths explain it
+
+
+@dataclass(frozen=True)
+class FigureEdge:
+    """An input edge (source feeds target); the gradient flows back along it."""
+
+    source: str
+    target: str
+    slot: int  # operand position: x * x has two edges from x
+    contribution: str  # what this edge should add to source.grad
+    state: str  # ok | lost | twice (counted twice) | missing (not in _prev) | extra (in _prev, not an input)
+
+
+@dataclass(frozen=True)
+class GraphFigure:
+    """A graph a check built, as the student's engine built it: drawn in the HTML feedback."""
+
+    figure_id: str  # "<probe>#<instance>"
+    title: str
+    root: str
+    nodes: tuple[FigureNode, ...]
+    edges: tuple[FigureEdge, ...]
+    order: tuple[str, ...]  # backward()'s order of _backward calls; empty when not recorded
+    summary: str  # one sentence: what is wrong in the picture (or that nothing is)
+
+    def node(self, name: str) -> FigureNode:
+        return next(n for n in self.nodes if n.name == name)
+
+
+@dataclass(frozen=True)
 class CheckResult:
     check_id: str
     title: str
@@ -71,6 +131,9 @@ class CheckResult:
     instances_passed: int = 0
     instances_total: int = 0
     notes: tuple[str, ...] = ()  # further lines under the message (surviving bug classes, ...)
+    figure: str = ""  # figure_id of the graph this check built (visible program checks only)
+    fd_rows: tuple[FdRow, ...] = ()  # finite-difference comparisons (visible checks only)
+    finite_difference: bool = False  # compared against centered differences (shown in the section's table)
 
     @property
     def passed(self) -> bool:
@@ -131,6 +194,10 @@ class SubmissionResult:
     diagnoses: tuple[Diagnosis, ...] = ()
     step5_note: str = ""  # what the Step-5 comment at the top of the file says, in one line
     review: tuple[str, ...] = ()  # reasons a person should look at this submission
+    figures: tuple[GraphFigure, ...] = ()  # graphs the checks refer to by figure_id
+
+    def figure(self, figure_id: str) -> GraphFigure | None:
+        return next((f for f in self.figures if f.figure_id == figure_id), None)
 
     @property
     def scored(self) -> bool:

@@ -17,6 +17,10 @@ from .results import (
     CheckResult,
     Comparison,
     Diagnosis,
+    FdRow,
+    FigureEdge,
+    FigureNode,
+    GraphFigure,
     LoadReport,
     Outcome,
     SectionResult,
@@ -62,6 +66,18 @@ def _result(data: dict[str, Any]) -> SubmissionResult:
             "load": LoadReport(**{**data["load"], "notices": tuple(data["load"]["notices"])}),
             "diagnoses": tuple(Diagnosis(**{**d, "checks": tuple(d["checks"])}) for d in data["diagnoses"]),
             "review": tuple(data["review"]),
+            "figures": tuple(_figure(f) for f in data.get("figures", ())),
+        }
+    )
+
+
+def _figure(data: dict[str, Any]) -> GraphFigure:
+    return GraphFigure(
+        **{
+            **data,
+            "nodes": tuple(FigureNode(**{**n, "visits": tuple(n["visits"])}) for n in data["nodes"]),
+            "edges": tuple(FigureEdge(**e) for e in data["edges"]),
+            "order": tuple(data["order"]),
         }
     )
 
@@ -74,6 +90,7 @@ def _check(data: dict[str, Any]) -> CheckResult:
             "outcome": Outcome(data["outcome"]),
             "comparisons": tuple(Comparison(**c) for c in data["comparisons"]),
             "notes": tuple(data["notes"]),
+            "fd_rows": tuple(FdRow(**r) for r in data.get("fd_rows", ())),
         }
     )
 

@@ -154,6 +154,12 @@ class Rubric:
                 return c
         raise KeyError(check_id)
 
+    def section(self, tag: str) -> Section:
+        for section in self.sections:
+            if section.tag == tag:
+                return section
+        raise KeyError(tag)
+
 
 # --- YAML with positions ----------------------------------------------------------------
 

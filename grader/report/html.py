@@ -7,23 +7,27 @@ import os
 from dataclasses import dataclass
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
+from markupsafe import Markup
 
+from grader.report.graph_svg import NODE_W, Layout, layout
 from grader.report.view import (
     INFRA_BANNER,
     OUTCOME_LABELS,
     OUTCOME_SYMBOLS,
     STATUS_LABELS,
     diagnosis_lines,
+    failing_checks,
     format_number,
     group_by_section,
     instances_text,
     self_check_text,
     short_sha,
     shows_details,
+    printable,
     step5_line,
     write_text_atomic,
 )
-from grader.results import CheckResult, Comparison, SubmissionResult, Visibility
+from grader.results import CheckResult, Comparison, GraphFigure, SubmissionResult, Visibility
 
 TEMPLATE = "feedback.html.j2"
 
@@ -32,6 +36,14 @@ _VISIBILITY_NOTES: dict[Visibility, str] = {
     Visibility.HIDDEN: "Hidden check: details are not shown",
     Visibility.AFTER_DUE_DATE: "Hidden until the due date: details are not shown",
 }
+
+
+def _visible(value: object) -> object:
+    """Every printed string shows control characters (ESC, BEL, ...) instead of carrying them raw;
+    already-rendered markup (a captured block) is left alone."""
+    if isinstance(value, str) and not isinstance(value, Markup):
+        return printable(value)
+    return value
 
 
 @functools.cache
@@ -44,7 +56,33 @@ def environment() -> Environment:
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=True,
+        finalize=_visible,
     )
+
+
+@dataclass(frozen=True)
+class FigureView:
+    anchor: str
+    figure: GraphFigure
+    layout: Layout
+    node_width: int = NODE_W
+
+
+@dataclass(frozen=True)
+class FdTableRow:
+    """One row of a section's finite-difference table; a hidden check shows only its outcome."""
+
+    anchor: str  # the check's card
+    number: str
+    operation: str
+    point: str
+    quantity: str
+    analytic: str
+    numeric: str
+    rel_error: str
+    ok: bool
+    public: bool
+    note: str = ""  # a hidden check's outcome in words (its card's message)
 
 
 @dataclass(frozen=True)
@@ -70,6 +108,8 @@ class CheckCard:
     output: str
     output_lines: int
     notes: tuple[str, ...]
+    figure: FigureView | None = None  # drawn in this card
+    figure_link: str = ""  # anchor of this check's graph, drawn at the top of the section
 
 
 @dataclass(frozen=True)
@@ -81,9 +121,11 @@ class SectionView:
     points: str  # "" when the result has no row for this section
     max_points: str
     cards: tuple[CheckCard, ...]
+    figures: tuple[FigureView, ...] = ()  # graphs several checks of the section share
+    fd_rows: tuple[FdTableRow, ...] = ()
 
 
-def _card(number: str, check: CheckResult) -> CheckCard:
+def _card(number: str, check: CheckResult, figure: FigureView | None, figure_link: str) -> CheckCard:
     public = shows_details(check)
     return CheckCard(
         anchor=f"check-{number.replace('.', '-')}",
@@ -105,12 +147,48 @@ def _card(number: str, check: CheckResult) -> CheckCard:
         output=check.output if public else "",
         output_lines=len(check.output.splitlines()) if public else 0,
         notes=check.notes if public else (),
+        figure=figure if public else None,
+        figure_link=figure_link if public else "",
     )
+
+
+def _fd_rows(anchor: str, number: str, check: CheckResult) -> list[FdTableRow]:
+    if not shows_details(check):
+        # A hidden check's row says only what its card says: the outcome, never a point or a value.
+        return [FdTableRow(anchor, number, check.title, "", "", "", "", "", check.passed, False, check.message)]
+    return [
+        FdTableRow(anchor, number, r.operation, r.point, r.quantity, r.analytic, r.numeric, r.rel_error, r.ok, True)
+        for r in check.fd_rows
+    ]
 
 
 def _sections(result: SubmissionResult) -> tuple[SectionView, ...]:
     views = []
+    drawn = 0
     for group in group_by_section(result):
+        # A graph several checks share is drawn once at the top of the section; one check's, in its card.
+        uses: dict[str, int] = {}
+        for numbered in group.checks:
+            if numbered.check.figure and shows_details(numbered.check):
+                uses[numbered.check.figure] = uses.get(numbered.check.figure, 0) + 1
+        views_by_id: dict[str, FigureView] = {}
+        for figure_id in uses:
+            figure = result.figure(figure_id)
+            if figure is not None:
+                drawn += 1
+                views_by_id[figure_id] = FigureView(f"figure-{drawn}", figure, layout(figure))
+        shared = tuple(v for k, v in views_by_id.items() if uses[k] > 1)
+        cards = []
+        fd_rows: list[FdTableRow] = []
+        for numbered in group.checks:
+            check = numbered.check
+            view = views_by_id.get(check.figure) if shows_details(check) else None
+            inline = view if view is not None and uses[check.figure] == 1 else None
+            link = view.anchor if view is not None and inline is None else ""
+            card = _card(numbered.number, check, inline, link)
+            cards.append(card)
+            if check.finite_difference:
+                fd_rows.extend(_fd_rows(card.anchor, numbered.number, check))
         views.append(
             SectionView(
                 anchor=f"section-{group.index}",
@@ -119,10 +197,47 @@ def _sections(result: SubmissionResult) -> tuple[SectionView, ...]:
                 title=group.title,
                 points=format_number(group.section.points) if group.section else "",
                 max_points=format_number(group.section.max_points) if group.section else "",
-                cards=tuple(_card(numbered.number, numbered.check) for numbered in group.checks),
+                cards=tuple(cards),
+                figures=shared,
+                fd_rows=tuple(fd_rows),
             )
         )
     return tuple(views)
+
+
+MAX_FIX_FIRST = 5
+
+
+@dataclass(frozen=True)
+class FixItem:
+    anchor: str
+    number: str
+    title: str
+    outcome: str
+    outcome_label: str
+    summary: str  # the figure's one-line story when there is one, else the check's message
+
+
+def _fix_first(result: SubmissionResult) -> tuple[FixItem, ...]:
+    """The failing checks in rubric order: the first failing idea first."""
+    items = []
+    # A 0-point check (a hidden twin that vouches for another) is not where to start.
+    scoring = [numbered for numbered in failing_checks(result) if numbered.check.max_points > 0]
+    for numbered in scoring[:MAX_FIX_FIRST]:
+        check = numbered.check
+        figure = result.figure(check.figure) if shows_details(check) and check.figure else None
+        lost = next((n.lost for n in figure.nodes if n.lost), "") if figure else ""
+        items.append(
+            FixItem(
+                anchor=f"check-{numbered.number.replace('.', '-')}",
+                number=numbered.number,
+                title=check.title,
+                outcome=check.outcome.value,
+                outcome_label=OUTCOME_LABELS[check.outcome],
+                summary=lost or check.message,
+            )
+        )
+    return tuple(items)
 
 
 def render_feedback_html(result: SubmissionResult) -> str:
@@ -145,6 +260,8 @@ def render_feedback_html(result: SubmissionResult) -> str:
         "self_check": self_check_text(result) if result.visible_only else "",
         "load": result.load,
         "sections": _sections(result),
+        "fix_first": _fix_first(result) if result.scored else (),
+        "failing_total": sum(1 for n in failing_checks(result) if n.check.max_points > 0),
         "diagnoses": diagnosis_lines(result) if result.scored else [],
         "step5_note": step5_line(result),
         "review": result.review,

@@ -99,7 +99,7 @@ def _sections(result: SubmissionResult) -> Table:
     return table
 
 
-def _failing(numbered: NumberedCheck) -> RenderableType:
+def _failing(numbered: NumberedCheck, result: SubmissionResult) -> RenderableType:
     check = numbered.check
     head = Text()
     head.append(f"{numbered.number} ", style="bold")
@@ -120,6 +120,9 @@ def _failing(numbered: NumberedCheck) -> RenderableType:
             body.append(_text(comparison_line(comparison), "" if comparison.ok else "red"))
         if len(check.comparisons) > len(shown):
             body.append(Text(f"... {len(check.comparisons) - len(shown)} more in the HTML feedback", style="dim"))
+        figure = result.figure(check.figure) if check.figure else None
+        if figure is not None:
+            body.append(_text(f"Graph: {figure.summary}", "red"))
         body.extend(_text(f"- {note}") for note in check.notes)
         if check.misconception:
             body.append(_text(f"Likely misconception: {check.misconception}", "yellow"))
@@ -144,7 +147,7 @@ def _renderables(result: SubmissionResult) -> list[RenderableType]:
     failing = failing_checks(result)
     if failing:
         parts.extend((Text(""), Text("To fix, first failing idea first:", style="bold")))
-        parts.extend(_failing(numbered) for numbered in failing[:MAX_LISTED])
+        parts.extend(_failing(numbered, result) for numbered in failing[:MAX_LISTED])
         if len(failing) > MAX_LISTED:
             parts.append(
                 Text(f"... and {len(failing) - MAX_LISTED} more failing checks in the HTML feedback.", style="dim")

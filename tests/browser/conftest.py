@@ -1,0 +1,218 @@
+"""Browser test plumbing: Chromium through Playwright, and feedback pages graded once per session.
+
+Every test in this folder is marked `browser`. Chromium comes from env CHROMIUM (default
+/usr/bin/chromium, Debian's package). Without it the tests that need it skip, unless
+REQUIRE_BROWSER=1: then a missing browser, or a session that selected browser tests and passed
+none of them, fails, so a machine without Chromium cannot look green.
+
+The pages are real grader output: a few sample submissions and one hostile case are graded with
+the local runner and a fixed seed, in parallel, exactly once per session.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import Browser, BrowserContext, ConsoleMessage, Dialog, Page, Request, Route, sync_playwright
+from support import (
+    HERE,
+    REPO,
+    SEED,
+    STUDENTS,
+    VIEWPORT,
+    XSS_SOURCE,
+    XSS_STUDENT,
+    ColorScheme,
+    GradedPages,
+    OpenPage,
+    PageVisit,
+)
+
+from grader.grading import grade_submission
+from grader.report.class_report import write_class_report
+from grader.report.html import write_feedback_html
+from grader.results import SubmissionResult
+from grader.rubric import DEFAULT_RUBRIC, load_rubric
+from grader.runners.local import LocalRunner
+
+DEFAULT_CHROMIUM = "/usr/bin/chromium"
+INSTALL_HINT = "install Debian's chromium package: apt-get install chromium"
+REQUIRE_BROWSER = os.environ.get("REQUIRE_BROWSER") == "1"
+CLASS_TITLE = "A8 autograd lab: browser test class"
+
+_browser_passed = 0
+
+
+def _in_this_folder(item: pytest.Item) -> bool:
+    return Path(str(item.path)).resolve().is_relative_to(HERE)
+
+
+def _uses_chromium(item: pytest.Item) -> bool:
+    return "browser" in getattr(item, "fixturenames", ())
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # tryfirst: the marker must be on the items before `-m` selection looks at them.
+    for item in items:
+        if _in_this_folder(item):
+            item.add_marker(pytest.mark.browser)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: Any) -> Any:
+    global _browser_passed
+    outcome = yield
+    report = outcome.get_result()
+    if not _in_this_folder(item):
+        return
+    if report.when == "call" and report.passed and _uses_chromium(item):
+        _browser_passed += 1
+    if REQUIRE_BROWSER and report.skipped:
+        report.outcome = "failed"
+        report.longrepr = f"Browser test skipped but REQUIRE_BROWSER=1: {report.longrepr}"
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    selected = any(_in_this_folder(item) and _uses_chromium(item) for item in session.items)
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None and selected:
+        reporter.write_line(f"browser tests passed: {_browser_passed}")
+    if REQUIRE_BROWSER and selected and _browser_passed == 0 and exitstatus == 0:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def chromium_path() -> Path | None:
+    """The Chromium executable named by env CHROMIUM (a path or a command name), if it exists."""
+    found = shutil.which(os.environ.get("CHROMIUM", DEFAULT_CHROMIUM))
+    return Path(found) if found else None
+
+
+def _require_chromium() -> Path:
+    """Chromium's path; without it, skip the test, or fail it under REQUIRE_BROWSER=1."""
+    path = chromium_path()
+    if path is None:
+        why = f"Chromium not found at {os.environ.get('CHROMIUM', DEFAULT_CHROMIUM)}: {INSTALL_HINT}"
+        if REQUIRE_BROWSER:
+            pytest.fail(f"{why} (REQUIRE_BROWSER=1)", pytrace=False)
+        pytest.skip(why)
+    return path
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    # Before any fixture: without Chromium, do not spend ~20 s grading pages nobody will open.
+    if _in_this_folder(item) and _uses_chromium(item):
+        _require_chromium()
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Browser]:
+    path = _require_chromium()
+    with sync_playwright() as playwright:
+        # --no-sandbox: Chromium's own sandbox needs user namespaces, which containers often lack.
+        launched = playwright.chromium.launch(executable_path=str(path), args=["--no-sandbox"])
+        try:
+            yield launched
+        finally:
+            launched.close()
+
+
+@pytest.fixture(scope="session")
+def graded(tmp_path_factory: pytest.TempPathFactory) -> GradedPages:
+    rubric = load_rubric(DEFAULT_RUBRIC)
+    sources = {name: REPO / "submissions" / name / rubric.filename for name in STUDENTS}
+    sources[XSS_STUDENT] = XSS_SOURCE
+
+    def grade(item: tuple[str, Path]) -> SubmissionResult:
+        name, path = item
+        # One runner per job: each grading owns its subprocess.
+        return grade_submission(path, student=name, rubric=rubric, runner=LocalRunner(), seed=SEED)
+
+    # Grading waits on subprocesses, so threads overlap the slow submission (a timeout, ~16 s).
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        results = {result.student: result for result in pool.map(grade, sources.items())}
+    out = tmp_path_factory.mktemp("pages")
+    feedback: dict[str, Path] = {}
+    for name, result in results.items():
+        feedback[name] = out / name / "feedback.html"
+        write_feedback_html(result, feedback[name])
+    index = out / "index.html"
+    write_class_report(list(results.values()), index, title=CLASS_TITLE)
+    return GradedPages(out=out, results=results, feedback=feedback, index=index)
+
+
+@pytest.fixture(scope="session")
+def browser_context(browser: Browser) -> Iterator[BrowserContext]:
+    """One context for every page: pages are independent documents, and a context costs ~0.3 s."""
+    context = browser.new_context(viewport=VIEWPORT, device_scale_factor=1, reduced_motion="reduce")
+
+    def block(route: Route) -> None:
+        # The page's request listener has recorded it already; nothing may leave the machine.
+        route.abort()
+
+    context.route(re.compile(r"^(?!file:|data:)"), block)
+    yield context
+    context.close()
+
+
+def visit(context: BrowserContext, path: Path, color_scheme: ColorScheme) -> PageVisit:
+    """Open a file in a new page and record what the page does: console errors and warnings,
+    uncaught page errors, dialogs (dismissed) and every request."""
+    page = context.new_page()
+    page.emulate_media(color_scheme=color_scheme)
+    seen = PageVisit(page)
+
+    def on_console(message: ConsoleMessage) -> None:
+        if message.type in ("error", "warning"):
+            seen.problems.append(f"console {message.type}: {message.text} at {message.location}")
+
+    def on_dialog(dialog: Dialog) -> None:
+        seen.dialogs.append(f"{dialog.type}: {dialog.message}")
+        dialog.dismiss()
+
+    def on_request(request: Request) -> None:
+        seen.requests.append(request.url)
+
+    page.on("console", on_console)
+    page.on("pageerror", lambda error: seen.problems.append(f"page error: {error}"))
+    page.on("dialog", on_dialog)
+    page.on("request", on_request)
+    page.goto(path.as_uri(), wait_until="load")
+    return seen
+
+
+@pytest.fixture
+def open_page(browser_context: BrowserContext) -> Iterator[OpenPage]:
+    """A fresh page per call, for tests that type, click or change the media."""
+    pages: list[Page] = []
+
+    def open_(path: Path, *, color_scheme: ColorScheme = "light") -> PageVisit:
+        opened = visit(browser_context, path, color_scheme)
+        pages.append(opened.page)
+        return opened
+
+    yield open_
+    for page in pages:
+        page.close()
+
+
+@pytest.fixture(scope="session")
+def loaded_page(browser_context: BrowserContext) -> OpenPage:
+    """A page opened once per session and shared by tests that only read it."""
+    cache: dict[tuple[Path, ColorScheme], PageVisit] = {}
+
+    def load(path: Path, *, color_scheme: ColorScheme = "light") -> PageVisit:
+        key = (path, color_scheme)
+        if key not in cache:
+            cache[key] = visit(browser_context, path, color_scheme)
+        return cache[key]
+
+    return load

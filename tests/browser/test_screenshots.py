@@ -1,0 +1,44 @@
+"""Golden screenshots of the feedback page catch visual regressions a DOM test cannot see.
+
+Full-page screenshots at 1000 px wide (alice_nguyen, bob_okafor and henry_adams in light mode,
+bob_okafor in dark mode), with run-dependent parts (elements marked data-volatile: timing, runner,
+image tag) masked, compared with docs/screenshots/<student>[-dark].png by golden.py. The goldens
+are rendered by Debian's Chromium with this machine's fonts. To accept an intended change:
+
+    UPDATE_GOLDENS=1 .venv/bin/pytest tests/browser/test_screenshots.py
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from golden import check_screenshot
+from support import REPO, ColorScheme, GradedPages, OpenPage
+
+GOLDENS = REPO / "docs" / "screenshots"
+UPDATE = os.environ.get("UPDATE_GOLDENS") == "1"
+
+
+def golden_path(student: str, scheme: ColorScheme) -> Path:
+    return GOLDENS / (f"{student}-dark.png" if scheme == "dark" else f"{student}.png")
+
+
+@pytest.mark.parametrize(
+    ("student", "scheme"),
+    [("alice_nguyen", "light"), ("bob_okafor", "light"), ("henry_adams", "light"), ("bob_okafor", "dark")],
+)
+def test_feedback_page_matches_golden_screenshot(
+    student: str, scheme: ColorScheme, graded: GradedPages, open_page: OpenPage, tmp_path: Path
+) -> None:
+    page = open_page(graded.feedback[student], color_scheme=scheme).page
+    page.evaluate("document.fonts.ready.then(() => true)")  # no screenshot with a fallback font
+    png = page.screenshot(
+        full_page=True,
+        mask=[page.locator("[data-volatile]")],
+        animations="disabled",
+        caret="hide",
+        scale="css",
+    )
+    check_screenshot(png, golden_path(student, scheme), artifacts=tmp_path, update=UPDATE)
