@@ -18,7 +18,7 @@ COL_GAP = 76
 ROW_GAP = 18
 MARGIN = 12
 LANE_GAP = 12
-MAX_LABEL = 20  # characters that fit on one node line at the figure's font size
+MAX_LABEL = 18  # characters that fit on one node line at the figure's font size
 
 EDGE_LABELS = {
     "lost": "lost {value}",

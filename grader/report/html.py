@@ -20,10 +20,10 @@ from grader.report.view import (
     format_number,
     group_by_section,
     instances_text,
+    printable,
     self_check_text,
     short_sha,
     shows_details,
-    printable,
     step5_line,
     write_text_atomic,
 )

@@ -262,3 +262,41 @@ def test_print_shows_closed_details_and_renders_a_pdf(graded: GradedPages, open_
     assert skip_link.evaluate("el => el.checkVisibility()") is False, "the skip link is printed"
     pdf = page.pdf(format="A4", print_background=True)
     assert pdf.startswith(b"%PDF-") and len(pdf) > 10_000, f"{len(pdf)} bytes"
+
+
+# Text drawn in the graph pictures: its fill against the box it sits in (a node or a pill), or
+# else the figure's background. The HTML audit above skips <svg>; this covers it.
+_SVG_TEXT_JS = """() => [...document.querySelectorAll('svg text')].map((t) => {
+  const style = getComputedStyle(t);
+  const box = t.closest('g') && t.closest('g').querySelector(':scope > rect');
+  let bg = box ? getComputedStyle(box).fill : null;
+  for (let e = t.closest('figure'); !bg && e; e = e.parentElement) {
+    const b = getComputedStyle(e).backgroundColor;
+    if (/^rgb\\(/.test(b)) bg = b;
+  }
+  return {what: t.textContent.trim().slice(0, 40), color: style.fill, layers: [bg || 'rgb(255, 255, 255)'],
+          size: parseFloat(style.fontSize), weight: Number(style.fontWeight)};
+})"""
+
+
+@pytest.mark.parametrize("media", ["screen", "print"])
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+@pytest.mark.parametrize("name", ["bob_okafor", "henry_adams", XSS_STUDENT])
+def test_graph_pictures_are_legible_on_screen_and_paper(
+    name: str, scheme: ColorScheme, media: str, graded: GradedPages, open_page: OpenPage
+) -> None:
+    page = open_page(graded.feedback[name], color_scheme=scheme).page
+    page.emulate_media(media="print" if media == "print" else "screen", color_scheme=scheme)
+    texts: list[dict[str, Any]] = page.evaluate(_SVG_TEXT_JS)
+    assert texts, f"{name}: no graph picture"
+    # Printed from a dark-mode browser, the whole page must still be light-on-paper legible.
+    if media == "print":
+        texts += page.evaluate(_TEXT_COLORS_JS)
+    failures = []
+    for text in texts:
+        background = flatten(text["layers"])
+        ratio = contrast_ratio(flatten([text["color"]], background), background)
+        large = text["size"] >= 24 or (text["size"] >= 18.66 and text["weight"] >= 700)
+        if ratio < (AA_LARGE if large else AA_NORMAL):
+            failures.append(f"{text['what']!r}: {ratio:.2f} ({text['color']} on {text['layers']})")
+    assert failures == [], f"{name} ({scheme}, {media}): {failures[:10]}"

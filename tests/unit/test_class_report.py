@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
+from result_builders import make_check, make_submission
 
 from grader.report.class_report import (
     BINS,
@@ -25,7 +26,6 @@ from grader.results import (
     Diagnosis,
     LoadReport,
     Outcome,
-    SectionResult,
     Status,
     SubmissionResult,
     Visibility,
@@ -48,20 +48,10 @@ def check(
     max_points: float = 5.0,
     visibility: Visibility = Visibility.VISIBLE,
 ) -> CheckResult:
-    if points is None:
-        points = max_points if outcome is Outcome.PASSED else 0.0
-    return CheckResult(
-        check_id=check_id,
-        title=f"Title of {check_id}",
-        section=section,
-        visibility=visibility,
-        points=points,
-        max_points=max_points,
-        outcome=outcome,
-        built="",
-        message="",
-        hint="",
-    )
+    return make_check(
+        check_id, section, outcome=outcome, points=points, max_points=max_points, visibility=visibility,
+        title=f"Title of {check_id}", message="",
+    )  # fmt: skip
 
 
 def checks(
@@ -77,34 +67,8 @@ def checks(
 
 def submission(student: str, found: tuple[CheckResult, ...] | None = None, **overrides: Any) -> SubmissionResult:
     found = checks() if found is None else found
-    sections = tuple(
-        SectionResult(
-            tag=tag,
-            title=TITLES[tag],
-            points=sum(c.points for c in found if c.section == tag),
-            max_points=sum(c.max_points for c in found if c.section == tag),
-        )
-        for tag in TAGS
-    )
-    fields: dict[str, Any] = {
-        "student": student,
-        "filename": "autograd_lab.py",
-        "status": Status.GRADED,
-        "score": sum(s.points for s in sections),
-        "max_score": sum(s.max_points for s in sections),
-        "sections": sections,
-        "checks": found,
-        "load": LoadReport(ok=True, mode="full", class_name="Value"),
-        "status_detail": "All checks ran.",
-        "rubric_name": "a8_autograd_lab",
-        "rubric_sha": "3f9c2b7a1d0e4c5b6a7980f1e2d3c4b5a6978877",
-        "seed": 1,
-        "runner": "docker",
-        "image": "autograd-grader:1",
-        "execution_time": 1.0,
-    }
-    fields.update(overrides)
-    return SubmissionResult(**fields)
+    fields: dict[str, Any] = {"student": student, "seed": 1, "execution_time": 1.0}
+    return make_submission(found, {tag: TITLES[tag] for tag in TAGS}, **{**fields, **overrides})
 
 
 def diagnosis(operator: str, misconception: str = "", family: str = "ACC") -> Diagnosis:

@@ -12,6 +12,7 @@ from typing import Any
 
 import markdown_it
 import pytest
+from result_builders import make_check, make_submission
 
 from grader.report.markdown import (
     MAX_COMPARISONS,
@@ -29,7 +30,6 @@ from grader.results import (
     Diagnosis,
     LoadReport,
     Outcome,
-    SectionResult,
     Status,
     SubmissionResult,
     Visibility,
@@ -51,60 +51,13 @@ ALLOWED_TAGS = frozenset(
 SECTIONS = (("api", "Value API"), ("trace", "Part 1 trace: L = (a*b + c) * relu(d)"), ("reuse", "Reuse"))
 
 
-def check(
-    check_id: str,
-    section: str = "api",
-    *,
-    outcome: Outcome = Outcome.PASSED,
-    visibility: Visibility = Visibility.VISIBLE,
-    points: float | None = None,
-    max_points: float = 2.0,
-    **fields: Any,
-) -> CheckResult:
-    base: dict[str, Any] = {"title": check_id, "built": "", "message": "Correct.", "hint": ""}
-    base.update(fields)
-    if points is None:
-        points = max_points if outcome is Outcome.PASSED else 0.0
-    return CheckResult(
-        check_id=check_id,
-        section=section,
-        visibility=visibility,
-        points=points,
-        max_points=max_points,
-        outcome=outcome,
-        **base,
-    )
+def check(check_id: str, section: str = "api", **fields: Any) -> CheckResult:
+    return make_check(check_id, section, **fields)
 
 
 def submission(*checks: CheckResult, **overrides: Any) -> SubmissionResult:
-    sections = tuple(
-        SectionResult(
-            tag=tag,
-            title=title,
-            points=sum(c.points for c in checks if c.section == tag),
-            max_points=sum(c.max_points for c in checks if c.section == tag),
-        )
-        for tag, title in SECTIONS
-    )
-    fields: dict[str, Any] = {
-        "student": "ada",
-        "filename": "autograd_lab.py",
-        "status": Status.GRADED,
-        "score": sum(s.points for s in sections),
-        "max_score": sum(s.max_points for s in sections),
-        "sections": sections,
-        "checks": checks,
-        "load": LoadReport(ok=True, mode="full", class_name="Value"),
-        "status_detail": "Every check ran to completion.",
-        "rubric_name": "a8_autograd_lab",
-        "rubric_sha": "3f9c2b7a1d0e4c5b6a7980f1e2d3c4b5a6978877",
-        "seed": 20240917,
-        "runner": "docker",
-        "image": "autograd-grader:1",
-        "execution_time": 3.4,
-    }
-    fields.update(overrides)
-    return SubmissionResult(**fields)
+    overrides.setdefault("status_detail", "Every check ran to completion.")
+    return make_submission(checks, dict(SECTIONS), **overrides)
 
 
 class _Page(HTMLParser):

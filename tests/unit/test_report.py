@@ -19,6 +19,7 @@ from typing import Any, ClassVar
 
 import pytest
 from jinja2 import StrictUndefined
+from result_builders import make_check, make_submission
 
 from grader.report import (
     render_feedback_html,
@@ -37,7 +38,6 @@ from grader.results import (
     Diagnosis,
     LoadReport,
     Outcome,
-    SectionResult,
     Status,
     SubmissionResult,
     Visibility,
@@ -69,57 +69,14 @@ def check(
     visibility: Visibility = Visibility.VISIBLE,
     **fields: Any,
 ) -> CheckResult:
-    base: dict[str, Any] = {
-        "title": check_id.replace("_", " ").capitalize(),
-        "built": "",
-        "message": "Correct.",
-        "hint": "",
-    }
-    base.update(fields)
-    return CheckResult(
-        check_id=check_id,
-        section=section,
-        visibility=visibility,
-        points=points,
-        max_points=max_points,
-        outcome=outcome,
-        **base,
-    )
-
-
-def sections_for(checks: tuple[CheckResult, ...]) -> tuple[SectionResult, ...]:
-    return tuple(
-        SectionResult(
-            tag=tag,
-            title=SECTION_TITLES[tag],
-            points=sum(c.points for c in checks if c.section == tag),
-            max_points=sum(c.max_points for c in checks if c.section == tag),
-        )
-        for tag in TAGS
+    fields.setdefault("title", check_id.replace("_", " ").capitalize())
+    return make_check(
+        check_id, section, outcome=outcome, visibility=visibility, points=points, max_points=max_points, **fields
     )
 
 
 def submission(checks: tuple[CheckResult, ...], **overrides: Any) -> SubmissionResult:
-    sections = sections_for(checks)
-    fields: dict[str, Any] = {
-        "student": "ada",
-        "filename": "autograd_lab.py",
-        "status": Status.GRADED,
-        "score": sum(s.points for s in sections),
-        "max_score": sum(s.max_points for s in sections),
-        "sections": sections,
-        "checks": checks,
-        "load": LoadReport(ok=True, mode="full", class_name="Value"),
-        "status_detail": "All checks ran.",
-        "rubric_name": "a8_autograd_lab",
-        "rubric_sha": "3f9c2b7a1d0e4c5b6a7980f1e2d3c4b5a6978877",
-        "seed": 20240917,
-        "runner": "docker",
-        "image": "autograd-grader:1",
-        "execution_time": 3.4,
-    }
-    fields.update(overrides)
-    return SubmissionResult(**fields)
+    return make_submission(checks, {tag: SECTION_TITLES[tag] for tag in TAGS}, **overrides)
 
 
 def full_marks() -> SubmissionResult:
