@@ -227,7 +227,7 @@ def _edges(
         else:
             mid = (sx + tx) / 2
             path = f"M{sx:.1f},{sy:.1f} C{mid:.1f},{sy:.1f} {mid:.1f},{ty:.1f} {tx - 2:.1f},{ty:.1f}"
-            label_x, label_y = mid, (sy + ty) / 2 - 4
+            label_x, label_y = mid, min(sy, ty) - 5  # above the curve, clear of its neighbours
         template = EDGE_LABELS.get(edge.state, "")
         label = template.format(value=edge.contribution) if template else ""
         out.append(PlacedEdge(edge, path, label, label_x, label_y))

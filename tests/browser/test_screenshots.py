@@ -42,3 +42,15 @@ def test_feedback_page_matches_golden_screenshot(
         scale="css",
     )
     check_screenshot(png, golden_path(student, scheme), artifacts=tmp_path, update=UPDATE)
+
+
+def test_the_assign_bug_picture_matches_golden(graded: GradedPages, open_page: OpenPage, tmp_path: Path) -> None:
+    """bob_okafor's `=` bug in __mul__: the reuse graph with x marked and two lost paths (the README shows it)."""
+    page = open_page(graded.feedback["bob_okafor"]).page
+    page.evaluate("document.fonts.ready.then(() => true)")
+    card = page.locator("article.check", has_text="y = x*x + x at x = 3 gives x.grad = 7")
+    figure = card.locator("figure.graph")
+    assert figure.count() == 1 and figure.locator("g.node.bad").count() == 1
+    assert figure.locator("path.edge-lost").count() == 2
+    png = figure.screenshot(animations="disabled", caret="hide", scale="css")
+    check_screenshot(png, GOLDENS / "bob_okafor-reuse-graph.png", artifacts=tmp_path, update=UPDATE)
