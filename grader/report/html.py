@@ -24,6 +24,7 @@ from grader.report.view import (
     self_check_text,
     short_sha,
     shows_details,
+    status_detail,
     step5_line,
     write_text_atomic,
 )
@@ -249,7 +250,7 @@ def render_feedback_html(result: SubmissionResult) -> str:
         "max_score": format_number(result.max_score),
         "status": result.status.value,
         "status_label": STATUS_LABELS[result.status],
-        "status_detail": result.status_detail,
+        "status_detail": status_detail(result),
         "infra_banner": INFRA_BANNER,
         "rubric_name": result.rubric_name,
         "rubric_sha": short_sha(result.rubric_sha),

@@ -25,6 +25,7 @@ from grader.report.view import (
     score_text,
     self_check_text,
     shows_details,
+    status_detail,
     step5_line,
 )
 from grader.results import Outcome, Status, SubmissionResult
@@ -61,8 +62,8 @@ def _header(result: SubmissionResult) -> RenderableType:
     lines: list[RenderableType] = [head]
     if not result.scored:
         lines.append(Text(INFRA_BANNER, style="bold"))
-    if result.status_detail:
-        lines.append(_text(result.status_detail, "dim"))
+    if status_detail(result):
+        lines.append(_text(status_detail(result), "dim"))
     if result.visible_only:
         lines.append(Text(f"{self_check_text(result)}; the score counts visible checks only.", style="yellow"))
     return Group(*lines)

@@ -141,9 +141,15 @@ def score_text(result: SubmissionResult) -> str:
     return f"{format_number(result.score)} / {format_number(result.max_score)}"
 
 
+def status_detail(result: SubmissionResult) -> str:
+    """The status detail, unless it only repeats the label ("Graded: graded")."""
+    detail = result.status_detail
+    return "" if detail.strip().lower() == STATUS_LABELS[result.status].lower() else detail
+
+
 def status_text(result: SubmissionResult) -> str:
     label = STATUS_LABELS[result.status]
-    return f"{label}: {result.status_detail}" if result.status_detail else label
+    return f"{label}: {status_detail(result)}" if status_detail(result) else label
 
 
 def self_check_text(result: SubmissionResult) -> str:

@@ -31,7 +31,7 @@ from grader.report import (
 )
 from grader.report.gradescope import dumps_gradescope
 from grader.report.html import TEMPLATE, CheckCard, environment
-from grader.report.view import INFRA_BANNER, format_number
+from grader.report.view import INFRA_BANNER, format_number, status_text
 from grader.results import (
     CheckResult,
     Comparison,
@@ -628,3 +628,12 @@ def test_review_column_in_csv(tmp_path: Path) -> None:
     with target.open(newline="", encoding="utf-8") as handle:
         rows = list(csv.DictReader(handle))
     assert [r["review"] for r in rows] == ["", "Step-5 note incomplete"]
+
+
+def test_status_detail_that_repeats_the_label_is_not_shown_twice() -> None:
+    result = dataclasses.replace(full_marks(), status_detail="graded")
+    assert status_text(result) == "Graded"
+    assert "Graded</strong> graded" not in render_feedback_html(result)
+    assert "graded" not in render_summary(result, color=False).lower().replace("graded", "", 1)
+    timed_out = dataclasses.replace(full_marks(), status=Status.TIMEOUT, status_detail="backward() never returned")
+    assert status_text(timed_out) == "Timed out: backward() never returned"
