@@ -14,11 +14,12 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from .program import Program
+from sandbox.harness.programs import SYMBOLS
+
+from .program import Program, formula, operand_text
 from .results import FigureEdge, FigureNode, GraphFigure
 from .rubric import Tolerance
 
-OP_SYMBOLS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "pow": "**"}
 OP_SYNONYMS = {
     "+": {"+", "add", "plus"},
     "*": {"*", "mul", "times", "x", "×"},
@@ -50,17 +51,6 @@ def show(value: Any) -> str:
     if value is None:
         return "(not observed)"
     return str(value)
-
-
-def formula(op: str, args: list[Any]) -> str:
-    shown = [a if isinstance(a, str) else f"{a:g}" for a in args]
-    if op in OP_SYMBOLS:
-        return f"{shown[0]} {OP_SYMBOLS[op]} {shown[1]}"
-    if op == "neg":
-        return f"-{shown[0]}"
-    if op == "sgd":
-        return f"{shown[0]} - {shown[1]}·{shown[0]}.grad"
-    return f"{op}({shown[0]})"
 
 
 def local_derivative(op: str, args: list[Any], slot: int, data: Mapping[str, float], out: float) -> float:
@@ -236,8 +226,8 @@ class _Builder:
         recorded = isinstance(observed_op, str) or f"{name}.op" in self.observed
         return FigureNode(
             name=name,
-            op=OP_SYMBOLS.get(op, op),
-            formula=formula(op, args) if op else "",
+            op=SYMBOLS.get(op, op),
+            formula=formula(op, [operand_text(a) for a in args]) if op else "",
             observed_op=show(observed_op) if recorded else "",
             op_ok=op_matches(want_op, observed_op) if recorded and want_op is not None else None,
             data=show(self.observed.get(f"{name}.data")),
@@ -292,8 +282,8 @@ def build_figure(
             ]
         nodes.append(build.node(name, op, list(args), visits[name], lost))
     edges = _structure_edges(edges, observed, [n.name for n in nodes if n.parents_note], build.names)
-    figure = GraphFigure(figure_id, title, build.root, tuple(nodes), tuple(edges), order, "")
-    return GraphFigure(figure_id, title, build.root, tuple(nodes), tuple(edges), order, _summary(figure, problem))
+    summary = _summary(nodes, order, problem)
+    return GraphFigure(figure_id, title, build.root, tuple(nodes), tuple(edges), order, summary)
 
 
 def _structure_edges(
@@ -318,15 +308,15 @@ def _structure_edges(
     return out
 
 
-def _summary(figure: GraphFigure, problem: str) -> str:
-    wrong = [n for n in figure.nodes if n.data_ok is False or n.grad_ok is False]
-    lost = [n for n in figure.nodes if n.lost]
+def _summary(nodes: list[FigureNode], order: tuple[str, ...], problem: str) -> str:
+    wrong = [n for n in nodes if n.data_ok is False or n.grad_ok is False]
+    lost = [n for n in nodes if n.lost]
     parts: list[str] = []
     if problem:
         parts.append(problem)
     if lost:
         # The node nearest the root is where the gradient first went wrong.
-        first = min(lost, key=lambda n: figure.order.index(n.name) if n.name in figure.order else len(figure.order))
+        first = min(lost, key=lambda n: order.index(n.name) if n.name in order else len(order))
         parts.append(first.lost)
     wrong = [n for n in wrong if not n.lost]  # already explained above
     if wrong:
@@ -338,11 +328,11 @@ def _summary(figure: GraphFigure, problem: str) -> str:
                 shown.append(f"{n.name}.grad {n.grad} (expected {n.grad_expected})")
         more = f" and {len(wrong) - 4} more node(s)" if len(wrong) > 4 else ""
         parts.append("Wrong: " + "; ".join(shown) + more + ".")
-    structure = [f"{n.name}: {n.parents_note}" for n in figure.nodes if n.parents_note]
-    structure += [f"{n.name}._op is {n.observed_op}" for n in figure.nodes if n.op_ok is False]
+    structure = [f"{n.name}: {n.parents_note}" for n in nodes if n.parents_note]
+    structure += [f"{n.name}._op is {n.observed_op}" for n in nodes if n.op_ok is False]
     if structure:
         parts.append("Graph structure: " + "; ".join(structure[:4]) + ".")
-    repeated = [n.name for n in figure.nodes if len(n.visits) > 1]
+    repeated = [n.name for n in nodes if len(n.visits) > 1]
     if repeated:
         parts.append(f"backward() ran the _backward of {', '.join(repeated)} more than once.")
     if not parts:

@@ -13,7 +13,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from sandbox.harness.programs import describe_step
+from sandbox.harness.programs import SYMBOLS, describe_step
 
 Step = list[Any]
 Program = dict[str, Any]
@@ -105,6 +105,21 @@ def program_root(program: Program) -> str:
     return str(targets[-1]) if targets else str(next(iter(program["leaves"])))
 
 
+def operand_text(arg: str | float) -> str:
+    return arg if isinstance(arg, str) else f"{arg:g}"
+
+
+def formula(op: str, operands: Sequence[str]) -> str:
+    """One step's right-hand side as written: "a * b", "relu(d)", "-x"."""
+    if op in SYMBOLS:
+        return f"{operands[0]} {SYMBOLS[op]} {operands[1]}"
+    if op == "neg":
+        return f"-{operands[0]}"
+    if op == "sgd":
+        return f"{operands[0]} - {operands[1]}·{operands[0]}.grad"
+    return f"{op}({operands[0]})"
+
+
 def expression(program: Program) -> str:
     """The root as one expression of the leaves: "log(exp(x))", "(x * y) * 2.3"."""
     made = {target: (op, args) for target, op, *args in program["steps"] if op not in ("backward", "sgd")}
@@ -113,13 +128,8 @@ def expression(program: Program) -> str:
         if name not in made:
             return name
         op, args = made[name]
-        parts = [inline(a, False) if isinstance(a, str) else f"{a:g}" for a in args]
-        if op in UNARY:
-            return f"{op}({parts[0]})"
-        if op == "neg":
-            return f"-{parts[0]}"
-        text = f" {dict(add='+', sub='-', mul='*', div='/', pow='**')[op]} ".join(parts)
-        return text if outer else f"({text})"
+        text = formula(op, [inline(a, False) if isinstance(a, str) else operand_text(a) for a in args])
+        return f"({text})" if op in SYMBOLS and not outer else text
 
     return inline(program_root(program), True)
 
@@ -192,10 +202,10 @@ def relu_inputs(program: Program, values: dict[str, float]) -> list[float]:
 
 
 def root_of(program: Program) -> str:
-    roots = [args[0] for _, op, *args in program["steps"] if op == "backward"]
-    if len(roots) != 1:
+    """The root for finite differences, which need exactly one backward() step."""
+    if sum(1 for _, op, *_ in program["steps"] if op == "backward") != 1:
         raise ValueError("finite differences need exactly one backward() step")
-    return str(roots[0])
+    return program_root(program)
 
 
 def central_differences(program: Program, step_scale: float = 1e-6) -> dict[str, float]:

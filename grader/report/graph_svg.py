@@ -86,25 +86,40 @@ def _lines(node: FigureNode) -> list[NodeLine]:
     return lines
 
 
-def _depths(figure: GraphFigure) -> dict[str, int]:
-    inputs: dict[str, list[str]] = {n.name: [] for n in figure.nodes}
+@dataclass(frozen=True)
+class _Links:
+    """Each node's real inputs and the nodes built from it (extra _prev entries do not place nodes)."""
+
+    inputs: dict[str, list[str]]
+    users: dict[str, list[str]]
+
+
+def _links(figure: GraphFigure) -> _Links:
+    links = _Links({n.name: [] for n in figure.nodes}, {n.name: [] for n in figure.nodes})
     for edge in figure.edges:
         if edge.state != "extra":
-            inputs[edge.target].append(edge.source)
+            links.inputs[edge.target].append(edge.source)
+            links.users[edge.source].append(edge.target)
+    return links
+
+
+def _depths(figure: GraphFigure, links: _Links) -> dict[str, int]:
+    inputs = links.inputs
     depth: dict[str, int] = {}
     for node in figure.nodes:  # nodes come in program order: inputs before the nodes built from them
         depth[node.name] = 1 + max((depth.get(p, 0) for p in inputs[node.name]), default=-1)
     # Then move each node right, next to its first consumer: leaves sit beside the node that uses
     # them, and most edges span one column.
     for node in reversed(figure.nodes):
-        users = [depth[t] for t, sources in inputs.items() if node.name in sources]
+        users = [depth[t] for t in links.users[node.name]]
         if users:
             depth[node.name] = max(depth[node.name], min(users) - 1)
     return depth
 
 
 def layout(figure: GraphFigure) -> Layout:
-    depth = _depths(figure)
+    links = _links(figure)
+    depth = _depths(figure, links)
     columns: dict[int, list[FigureNode]] = {}
     for node in figure.nodes:
         columns.setdefault(depth[node.name], []).append(node)
@@ -117,7 +132,7 @@ def layout(figure: GraphFigure) -> Layout:
         col: sum(heights[n.name] for n in nodes) + ROW_GAP * (len(nodes) - 1) for col, nodes in columns.items()
     }
     tallest = max(column_heights.values(), default=0)
-    _untangle(columns, figure)
+    _untangle(columns, links)
     positions: dict[str, tuple[float, float]] = {}
     for col in sorted(columns):
         y = top + (tallest - column_heights[col]) / 2
@@ -142,14 +157,8 @@ def layout(figure: GraphFigure) -> Layout:
     return Layout(width=width, height=top + tallest + MARGIN, nodes=placed, edges=edges)
 
 
-def _untangle(columns: dict[int, list[FigureNode]], figure: GraphFigure) -> None:
+def _untangle(columns: dict[int, list[FigureNode]], links: _Links) -> None:
     """Order each column by where its neighbours sit (a few barycentre sweeps), to avoid crossings."""
-    inputs: dict[str, list[str]] = {n.name: [] for n in figure.nodes}
-    users: dict[str, list[str]] = {n.name: [] for n in figure.nodes}
-    for edge in figure.edges:
-        if edge.state != "extra":
-            inputs[edge.target].append(edge.source)
-            users[edge.source].append(edge.target)
     rank: dict[str, float] = {}
 
     def measure() -> None:
@@ -170,8 +179,8 @@ def _untangle(columns: dict[int, list[FigureNode]], figure: GraphFigure) -> None
     measure()
     ordered = sorted(columns)
     for _ in range(3):
-        sweep(list(reversed(ordered))[1:], users)
-        sweep(ordered[1:], inputs)
+        sweep(list(reversed(ordered))[1:], links.users)
+        sweep(ordered[1:], links.inputs)
 
 
 def _title(node: FigureNode) -> str:

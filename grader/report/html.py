@@ -15,8 +15,9 @@ from grader.report.view import (
     OUTCOME_LABELS,
     OUTCOME_SYMBOLS,
     STATUS_LABELS,
+    NumberedCheck,
+    checks_to_fix,
     diagnosis_lines,
-    failing_checks,
     format_number,
     group_by_section,
     instances_text,
@@ -126,10 +127,14 @@ class SectionView:
     fd_rows: tuple[FdTableRow, ...] = ()
 
 
+def check_anchor(number: str) -> str:
+    return f"check-{number.replace('.', '-')}"
+
+
 def _card(number: str, check: CheckResult, figure: FigureView | None, figure_link: str) -> CheckCard:
     public = shows_details(check)
     return CheckCard(
-        anchor=f"check-{number.replace('.', '-')}",
+        anchor=check_anchor(number),
         number=number,
         title=check.title,
         points=format_number(check.points),
@@ -219,18 +224,16 @@ class FixItem:
     summary: str  # the figure's one-line story when there is one, else the check's message
 
 
-def _fix_first(result: SubmissionResult) -> tuple[FixItem, ...]:
+def _fix_first(result: SubmissionResult, to_fix: tuple[NumberedCheck, ...]) -> tuple[FixItem, ...]:
     """The failing checks in rubric order: the first failing idea first."""
     items = []
-    # A 0-point check (a hidden twin that vouches for another) is not where to start.
-    scoring = [numbered for numbered in failing_checks(result) if numbered.check.max_points > 0]
-    for numbered in scoring[:MAX_FIX_FIRST]:
+    for numbered in to_fix[:MAX_FIX_FIRST]:
         check = numbered.check
         figure = result.figure(check.figure) if shows_details(check) and check.figure else None
         lost = next((n.lost for n in figure.nodes if n.lost), "") if figure else ""
         items.append(
             FixItem(
-                anchor=f"check-{numbered.number.replace('.', '-')}",
+                anchor=check_anchor(numbered.number),
                 number=numbered.number,
                 title=check.title,
                 outcome=check.outcome.value,
@@ -242,6 +245,7 @@ def _fix_first(result: SubmissionResult) -> tuple[FixItem, ...]:
 
 
 def render_feedback_html(result: SubmissionResult) -> str:
+    to_fix = checks_to_fix(result)
     context = {
         "student": result.student,
         "filename": result.filename,
@@ -261,8 +265,8 @@ def render_feedback_html(result: SubmissionResult) -> str:
         "self_check": self_check_text(result) if result.visible_only else "",
         "load": result.load,
         "sections": _sections(result),
-        "fix_first": _fix_first(result) if result.scored else (),
-        "failing_total": sum(1 for n in failing_checks(result) if n.check.max_points > 0),
+        "fix_first": _fix_first(result, to_fix) if result.scored else (),
+        "failing_total": len(to_fix),
         "diagnoses": diagnosis_lines(result) if result.scored else [],
         "step5_note": step5_line(result),
         "review": result.review,

@@ -132,6 +132,11 @@ def failing_checks(result: SubmissionResult) -> tuple[NumberedCheck, ...]:
     )
 
 
+def checks_to_fix(result: SubmissionResult) -> tuple[NumberedCheck, ...]:
+    """Failing checks that carry points: a 0-point hidden twin only vouches for another check."""
+    return tuple(numbered for numbered in failing_checks(result) if numbered.check.max_points > 0)
+
+
 def comparison_line(comparison: Comparison) -> str:
     verdict = "ok" if comparison.ok else "MISMATCH"
     return f"{comparison.quantity}: expected {comparison.expected}, observed {comparison.observed} [{verdict}]"

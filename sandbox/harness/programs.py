@@ -28,6 +28,7 @@ BINARY: dict[str, Callable[[Any, Any], Any]] = {
     "pow": operator.pow,
 }
 UNARY_METHODS = ("tanh", "relu", "exp", "log")
+SYMBOLS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "pow": "**"}  # binary ops as Python writes them
 
 
 class ProgramError(Exception):
@@ -102,8 +103,7 @@ def describe_step(step: list[Any]) -> str:
         return f"{target} = {shown[0]}.{op}()"
     if op == "neg":
         return f"{target} = -{shown[0]}"
-    symbol = {"add": "+", "sub": "-", "mul": "*", "div": "/", "pow": "**"}[op]
-    return f"{target} = {shown[0]} {symbol} {shown[1]}"
+    return f"{target} = {shown[0]} {SYMBOLS[op]} {shown[1]}"
 
 
 def _apply(op: str, args: list[Any]) -> Any:

@@ -13,7 +13,7 @@ from test_report import check, submission
 
 from grader.figures import build_figure, local_derivative, op_matches
 from grader.grading import grade_submission
-from grader.program import compile_steps, expression
+from grader.program import central_differences, compile_steps, evaluate, expression
 from grader.report.graph_svg import NODE_W, layout
 from grader.report.html import render_feedback_html
 from grader.report.markdown import render_markdown
@@ -137,8 +137,6 @@ def test_local_derivatives_match_centered_differences() -> None:
     for op, args in [("mul", ["x", "y"]), ("div", ["x", "y"]), ("pow", ["x", 3.0]), ("tanh", ["x"]),
                      ("exp", ["x"]), ("log", ["x"]), ("sub", ["x", "y"])]:  # fmt: skip
         prog = program({"x": 0.7, "y": 1.9}, [expression_of(op, args)])
-        from grader.program import central_differences, evaluate
-
         out = evaluate(prog)["o"]
         numeric = central_differences({**prog, "steps": prog["steps"] + [["", "backward", "o"]]})
         assert local_derivative(op, args, 0, data, out) == pytest.approx(numeric["x"], rel=1e-6)
