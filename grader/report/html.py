@@ -15,6 +15,7 @@ from grader.report.view import (
     OUTCOME_LABELS,
     OUTCOME_SYMBOLS,
     STATUS_LABELS,
+    VISIBILITY_NOTES,
     NumberedCheck,
     checks_to_fix,
     diagnosis_lines,
@@ -29,15 +30,9 @@ from grader.report.view import (
     step5_line,
     write_text_atomic,
 )
-from grader.results import CheckResult, Comparison, GraphFigure, SubmissionResult, Visibility
+from grader.results import CheckResult, Comparison, GraphFigure, SubmissionResult
 
 TEMPLATE = "feedback.html.j2"
-
-_VISIBILITY_NOTES: dict[Visibility, str] = {
-    Visibility.VISIBLE: "",
-    Visibility.HIDDEN: "Hidden check: details are not shown",
-    Visibility.AFTER_DUE_DATE: "Hidden until the due date: details are not shown",
-}
 
 
 def _visible(value: object) -> object:
@@ -143,7 +138,7 @@ def _card(number: str, check: CheckResult, figure: FigureView | None, figure_lin
         outcome_label=OUTCOME_LABELS[check.outcome],
         outcome_symbol=OUTCOME_SYMBOLS[check.outcome],
         public=public,
-        visibility_note=_VISIBILITY_NOTES[check.visibility],
+        visibility_note=VISIBILITY_NOTES[check.visibility],
         message=check.message,
         built=check.built if public else "",
         comparisons=check.comparisons if public else (),

@@ -20,6 +20,7 @@ from grader.report.view import (
     INFRA_BANNER,
     OUTCOME_LABELS,
     OUTCOME_SYMBOLS,
+    VISIBILITY_NOTES,
     NumberedCheck,
     diagnosis_lines,
     failing_checks,
@@ -33,17 +34,12 @@ from grader.report.view import (
     step5_line,
     write_text_atomic,
 )
-from grader.results import CheckResult, Comparison, GraphFigure, Outcome, SubmissionResult, Visibility
+from grader.results import CheckResult, Comparison, GraphFigure, Outcome, SubmissionResult
 
 MAX_LISTED = 10  # failing checks listed; the HTML feedback has the rest
 MAX_COMPARISONS = 4
 MAX_OUTPUT_LINES = 40
 
-_HIDDEN_NOTES: dict[Visibility, str] = {
-    Visibility.VISIBLE: "",
-    Visibility.HIDDEN: "(hidden check: details are not shown)",
-    Visibility.AFTER_DUE_DATE: "(hidden until the due date: details are not shown)",
-}
 
 # HTML-significant characters become entities: a renderer that passes raw HTML through then sees
 # text, and "<http://...>" cannot become an autolink.
@@ -195,7 +191,8 @@ def _failing(numbered: NumberedCheck, result: SubmissionResult) -> list[str]:
     title = _bold(f"{numbered.number} {check.title}")
     head = f"{title} \u00b7 {outcome} \u00b7 {points}"
     if not shows_details(check):
-        head += f" {_HIDDEN_NOTES[check.visibility]}"
+        note = VISIBILITY_NOTES[check.visibility]
+        head += f" ({note[:1].lower()}{note[1:]})"
     blocks = [head]
     if check.message:
         blocks.append(escape_inline(check.message))

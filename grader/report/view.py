@@ -44,6 +44,13 @@ STATUS_LABELS: dict[Status, str] = {
     Status.INFRA_ERROR: "Grader failure",
 }
 
+# What a check's visibility lets a report say in place of its details.
+VISIBILITY_NOTES: dict[Visibility, str] = {
+    Visibility.VISIBLE: "",
+    Visibility.HIDDEN: "Hidden check: details are not shown",
+    Visibility.AFTER_DUE_DATE: "Hidden until the due date: details are not shown",
+}
+
 INFRA_BANNER = "The grader failed, not your submission; this result is not a grade."
 
 SHA_SHORT = 12
