@@ -19,7 +19,7 @@ from pathlib import Path
 
 from markdown_section import write_section
 
-from grader.grading import grade_submission
+from grader.pipeline import grade_submission
 from grader.report.html import render_feedback_html
 from grader.report.markdown import render_markdown
 from grader.results import SubmissionResult

@@ -32,7 +32,7 @@ sys.path.insert(0, str(REPO / "bench"))
 from markdown_section import write_section  # noqa: E402
 
 from grader.cli import make_runner  # noqa: E402
-from grader.grading import grade_submission  # noqa: E402
+from grader.pipeline import grade_submission  # noqa: E402
 from grader.rubric import DEFAULT_RUBRIC, Rubric, load_rubric  # noqa: E402
 
 # Students whose grading is dominated by something else (a syntax error, an endless loop)

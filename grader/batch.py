@@ -21,11 +21,10 @@ from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
-from .collect import Found, collect
-from .diagnose import reference_mutants
 from .errors import SubmissionError
-from .grading import Evidence, Graded, grade_source, rejudge
-from .plan import build_plan, new_seed
+from .intake.collect import Found, collect
+from .pipeline import Graded, grade_source, rejudge
+from .plan import new_seed
 from .report import write_feedback_html, write_grades_csv, write_gradescope, write_markdown
 from .report.canvas import write_canvas_csv
 from .report.class_report import render_class_report
@@ -33,11 +32,11 @@ from .report.prairielearn import write_prairielearn
 from .report.view import write_text_atomic
 from .results import Status, SubmissionResult
 from .rubric import Rubric
-from .runners.base import Runner
+from .runners.base import Evidence, Runner
 from .store import STORE_NAME, Store, StoredSubmission
 
 STUDENTS_DIR = "students"
-INFRA_RETRIES = 1  # on top of the retry inside grade_source: a whole second pass at the end
+FINAL_PASSES = 1  # whole passes at the end over sandbox failures, on top of the retry inside grade_source
 
 Event = Callable[[str, SubmissionResult], None]  # ("graded" | "rejudged" | "skipped", result)
 
@@ -146,13 +145,10 @@ def grade_class(
                 on_event(kind, result)
         if on_plan:
             on_plan(len(collection.submissions), len(todo))
-        if todo:
-            # Fingerprints for diagnosis are computed once, before threads race to do it.
-            reference_mutants(rubric, build_plan(rubric, seed=seed, visible_only=False))
         runners = _Runners(runner, runner_factory or (lambda: runner))
         graded = _run_all(todo, runners, rubric, seed, jobs, store, out, identity, on_event)
         retry = [f for f in todo if graded[f.student].status is Status.INFRA_ERROR]
-        for _ in range(INFRA_RETRIES):
+        for _ in range(FINAL_PASSES):
             if retry:
                 graded.update(_run_all(retry, runners, rubric, seed, 1, store, out, identity, None))
                 retry = [f for f in retry if graded[f.student].status is Status.INFRA_ERROR]

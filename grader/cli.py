@@ -7,10 +7,11 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import NoReturn
 
 import click
 
-from .errors import GraderError, SandboxUnavailable
+from .errors import GraderError, InfraError, RubricValidationError, SandboxUnavailable
 from .plan import new_seed
 from .report import print_summary, write_feedback_html, write_gradescope, write_markdown
 from .results import SubmissionResult
@@ -79,7 +80,7 @@ def check(
     file: Path, html_out: Path | None, json_out: Path | None, md_out: Path | None, rubric_path: str | None, sandbox: str
 ) -> None:
     """Self-check FILE before submitting: visible checks only."""
-    from .grading import grade_submission
+    from .pipeline import grade_submission
 
     rubric = _rubric(rubric_path)
     runner = make_runner(sandbox)
@@ -89,7 +90,7 @@ def check(
     print_summary(result)
     _write(result, html_out, json_out, md_out)
     if not result.scored:
-        sys.exit(7)
+        sys.exit(InfraError.exit_code)  # the summary above already says what failed
 
 
 @cli.command()
@@ -161,7 +162,7 @@ def grade(
             "run the same command again to retry them.",
             err=True,
         )
-        sys.exit(7)
+        sys.exit(InfraError.exit_code)
 
 
 @cli.command("export")
@@ -206,7 +207,7 @@ def rubric() -> None:
 @sandbox_option
 def rubric_validate(path: str | None, sandbox: str) -> None:
     """Prove the reference gets full marks and every literal agrees with the reference."""
-    from .diagnose import MUTATION_SECTION
+    from .judge.diagnose import MUTATION_SECTION
     from .validate import validate_rubric
 
     loaded = _rubric(path)
@@ -242,7 +243,7 @@ def rubric_validate(path: str | None, sandbox: str) -> None:
         f"{len(matrix.not_applicable)} not applicable to the reference."
     )
     if not outcome.ok:
-        raise click.ClickException("the rubric is not valid")
+        _fail(RubricValidationError("the rubric is not valid"))
     click.echo("Rubric is valid.")
 
 
@@ -283,5 +284,10 @@ def main() -> None:
         error.show()
         sys.exit(error.exit_code)
     except GraderError as error:
-        click.echo(f"error: {error}", err=True)
-        sys.exit(error.exit_code)
+        _fail(error)
+
+
+def _fail(error: GraderError) -> NoReturn:
+    """Every deliberate failure leaves the same way: its message on stderr, its class's exit code."""
+    click.echo(f"error: {error}", err=True)
+    sys.exit(error.exit_code)

@@ -4,8 +4,12 @@ The tag is ``autograd-grader:<12 hex>``, a hash of everything that goes into the
 Dockerfile, every file it copies, the base image), so an existing tag is trusted as up to
 date and the image is rebuilt only when one of its inputs changes.
 
-This module and ``grader.runners.docker`` are the only ones that talk to Docker; both turn
-docker/requests errors into ``grader.errors`` exceptions here, at the boundary.
+The base it is built FROM is chosen (or made offline) by ``grader.image_base``; the engine
+connection, its label and the build-log helpers live in ``grader.docker_engine`` and are
+re-exported here where callers know them from this module.
+
+These modules and ``grader.runners.docker`` are the only ones that talk to Docker; all of them
+turn docker/requests errors into ``grader.errors`` exceptions here, at the boundary.
 """
 
 from __future__ import annotations
@@ -13,14 +17,10 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import io
-import os
-import shutil
-import subprocess
 import tarfile
 import tempfile
-import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -30,12 +30,16 @@ import docker.errors
 import requests.exceptions
 from docker.models.images import Image
 
+from grader.docker_engine import LABEL as LABEL
+from grader.docker_engine import Log, image_exists, quiet, tail
+from grader.docker_engine import docker_client as docker_client
 from grader.errors import ImageBuildError, SandboxUnavailable
+from grader.image_base import select_base
+from sandbox.harness import wire
 
 SANDBOX_DIR = Path(__file__).resolve().parent.parent / "sandbox"
 DOCKERFILE = "Dockerfile"
 IMAGE_REPO = "autograd-grader"
-LABEL = "autograd-grader"  # on the image, every container and every volume we create
 
 # The environment the harness runs with, in the container or under the local runner.
 # Fixed values only: nothing from the host environment reaches student code.
@@ -47,51 +51,6 @@ SANDBOX_ENV: dict[str, str] = {
     "OMP_NUM_THREADS": "1",
     "MPLBACKEND": "Agg",
 }
-
-PREFERRED_BASE = "python:3.11-slim"
-OFFLINE_BASE = "autograd-grader-base:bookworm"
-DEBIAN_SUITE = "bookworm"
-DEBIAN_MIRROR = "http://deb.debian.org/debian"
-
-# A slow daemon (first start, busy disk) can take a while to answer; failing early there
-# would report "Docker unavailable" on a machine where it is merely slow.
-CLIENT_TIMEOUT_S = 120
-# A registry that answers at all answers "no" fast; one that does not answer gets this long.
-PULL_TIMEOUT_S = 60
-DEBOOTSTRAP_TIMEOUT_S = 1800
-LOG_TAIL_LINES = 40
-
-Log = Callable[[str], None]
-
-
-def _quiet(_: str) -> None:
-    pass
-
-
-def docker_client() -> docker.DockerClient:
-    """A client for the local engine, or SandboxUnavailable saying what is wrong."""
-    try:
-        client = docker.from_env(timeout=CLIENT_TIMEOUT_S)
-        client.ping()
-    except (docker.errors.DockerException, requests.exceptions.RequestException) as error:
-        raise SandboxUnavailable(
-            f"the Docker daemon is not reachable ({error}); start it (e.g. `dockerd` or "
-            "`systemctl start docker`), check DOCKER_HOST and access to /var/run/docker.sock, "
-            "or grade with the local runner, which is less isolated"
-        ) from error
-    return client
-
-
-def image_exists(tag: str, *, client: docker.DockerClient | None = None) -> bool:
-    """Whether the engine has an image by this name or id."""
-    client = client or docker_client()
-    try:
-        client.images.get(tag)
-    except docker.errors.ImageNotFound:
-        return False
-    except (docker.errors.DockerException, requests.exceptions.RequestException) as error:
-        raise SandboxUnavailable(f"cannot look up image {tag}: {error}") from error
-    return True
 
 
 # --- the inputs of the image ---------------------------------------------------------------
@@ -167,177 +126,6 @@ def _context_tar(sandbox_dir: Path) -> io.BytesIO:
     return buffer
 
 
-# --- choosing and making the base ------------------------------------------------------------
-
-
-def _pull_quickly(client: docker.DockerClient, name: str, log: Log) -> bool:
-    """Try to pull ``name``; give up after PULL_TIMEOUT_S without waiting for the daemon.
-
-    docker-py pulls with no request timeout, so the pull runs in a daemon thread that we
-    stop waiting for; a pull still running in the daemon is harmless.
-    """
-    repository, _, tag = name.partition(":")
-    outcome: list[BaseException | None] = []
-
-    def pull() -> None:
-        try:
-            client.images.pull(repository, tag=tag or "latest")
-            outcome.append(None)
-        except (docker.errors.DockerException, requests.exceptions.RequestException) as error:
-            outcome.append(error)
-
-    log(f"pulling {name} (up to {PULL_TIMEOUT_S} s)")
-    thread = threading.Thread(target=pull, name="autograd-grader-pull", daemon=True)
-    thread.start()
-    thread.join(PULL_TIMEOUT_S)
-    if not outcome:
-        log(f"pulling {name} did not finish in {PULL_TIMEOUT_S} s")
-        return False
-    if outcome[0] is not None:
-        log(f"cannot pull {name}: {str(outcome[0]).splitlines()[0][:200]}")
-        return False
-    return True
-
-
-def _mounts_under(root: Path) -> list[str]:
-    prefix = str(root).rstrip("/") + "/"
-    mounts: list[str] = []
-    with open("/proc/self/mounts", encoding="utf-8") as handle:
-        for line in handle:
-            fields = line.split()
-            point = fields[1].replace("\\040", " ") if len(fields) > 1 else ""
-            if point.startswith(prefix):
-                mounts.append(point)
-    return sorted(mounts, key=len, reverse=True)
-
-
-def _remove_rootfs(workdir: Path, log: Log) -> None:
-    """Delete the debootstrap tree, but never through a mount it left behind.
-
-    A debootstrap that failed half way can leave /proc, /sys or bind-mounted /dev nodes
-    mounted inside the target; deleting through those would touch the host.
-    """
-    for point in _mounts_under(workdir):
-        subprocess.run(["umount", "-l", point], check=False, capture_output=True)
-    if _mounts_under(workdir):
-        log(f"left {workdir} in place: something is still mounted inside it")
-        return
-    shutil.rmtree(workdir, ignore_errors=True)
-
-
-def _tail(text: str, lines: int = LOG_TAIL_LINES) -> str:
-    return "\n".join(text.strip().splitlines()[-lines:])
-
-
-def build_offline_base(*, client: docker.DockerClient | None = None, log: Log | None = None) -> str:
-    """Make ``OFFLINE_BASE`` from Debian's archive, for engines that cannot reach a registry.
-
-    debootstrap gives a minbase bookworm rootfs with python3 and python3-numpy; the tar of it
-    is imported as a one-layer image.
-    """
-    client = client or docker_client()
-    log = log or _quiet
-    debootstrap = shutil.which("debootstrap") or "/usr/sbin/debootstrap"
-    if os.geteuid() != 0:
-        raise ImageBuildError(
-            f"no registry answered for {PREFERRED_BASE}, and building the offline base "
-            f"{OFFLINE_BASE} with debootstrap needs root; rerun as root, or load "
-            f"{PREFERRED_BASE} into the engine (`docker load`) and retry"
-        )
-    if not os.access(debootstrap, os.X_OK):
-        raise ImageBuildError(
-            f"no registry answered for {PREFERRED_BASE}, and debootstrap is not installed to "
-            f"build the offline base {OFFLINE_BASE}: `apt-get install -y debootstrap` "
-            f"(it needs {DEBIAN_MIRROR} to be reachable), or load {PREFERRED_BASE} with `docker load`"
-        )
-    if shutil.which("tar") is None:
-        raise ImageBuildError("building the offline base needs GNU tar: `apt-get install -y tar`")
-
-    workdir = Path(tempfile.mkdtemp(prefix="autograd-grader-rootfs-"))
-    rootfs = workdir / "rootfs"
-    archive = workdir / "rootfs.tar"
-    started = time.monotonic()
-    try:
-        log(f"debootstrap {DEBIAN_SUITE} (minbase + python3, python3-numpy) into {rootfs}")
-        try:
-            done = subprocess.run(
-                [
-                    debootstrap,
-                    "--variant=minbase",
-                    "--include=python3,python3-numpy",
-                    DEBIAN_SUITE,
-                    str(rootfs),
-                    DEBIAN_MIRROR,
-                ],
-                capture_output=True,
-                text=True,
-                timeout=DEBOOTSTRAP_TIMEOUT_S,
-                check=False,
-            )
-        except subprocess.TimeoutExpired as error:
-            raise ImageBuildError(f"debootstrap did not finish in {DEBOOTSTRAP_TIMEOUT_S} s") from error
-        if done.returncode != 0:
-            raise ImageBuildError(f"debootstrap failed (exit {done.returncode}):\n{_tail(done.stdout + done.stderr)}")
-        # Package caches are dead weight in an image that never installs anything again.
-        for pattern in ("var/cache/apt/archives/*.deb", "var/lib/apt/lists/*"):
-            for path in rootfs.glob(pattern):
-                if path.is_dir() and not path.is_symlink():
-                    shutil.rmtree(path)
-                else:
-                    path.unlink()
-        # GNU tar rather than tarfile: it keeps device nodes, hard links and numeric owners
-        # exactly as debootstrap made them.
-        packed = subprocess.run(
-            ["tar", "--numeric-owner", "-C", str(rootfs), "-cf", str(archive), "."],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        if packed.returncode != 0:
-            raise ImageBuildError(f"cannot tar the rootfs:\n{_tail(packed.stderr)}")
-        repository, _, tag = OFFLINE_BASE.partition(":")
-        log(f"importing {archive} ({archive.stat().st_size >> 20} MiB) as {OFFLINE_BASE}")
-        # The SDK rather than the `docker` CLI: the engine may run without the CLI installed,
-        # and its errors are translated here with the others.
-        client.api.import_image_from_file(
-            str(archive),
-            repository=repository,
-            tag=tag,
-            changes=[
-                "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-                "ENV LANG=C.UTF-8",
-                f"LABEL {LABEL}-base=1",
-            ],
-        )
-    except (docker.errors.DockerException, requests.exceptions.RequestException) as error:
-        raise ImageBuildError(f"cannot import the offline base {OFFLINE_BASE}: {error}") from error
-    except OSError as error:
-        raise ImageBuildError(f"building the offline base {OFFLINE_BASE} failed: {error}") from error
-    finally:
-        _remove_rootfs(workdir, log)
-    if not image_exists(OFFLINE_BASE, client=client):
-        raise ImageBuildError(f"importing {OFFLINE_BASE} reported success but the image is missing")
-    log(f"built {OFFLINE_BASE} in {time.monotonic() - started:.0f} s")
-    return OFFLINE_BASE
-
-
-def select_base(*, client: docker.DockerClient, log: Log) -> str:
-    """The base to build FROM when none is asked for.
-
-    A base already in the engine wins over a pull: grading must not depend on the network
-    once the machine is set up, and the tag (which hashes the base) stays the same from one
-    call to the next. Only when neither base is present do we try a registry, then Debian.
-    """
-    if image_exists(PREFERRED_BASE, client=client):
-        return PREFERRED_BASE
-    if image_exists(OFFLINE_BASE, client=client):
-        return OFFLINE_BASE
-    if _pull_quickly(client, PREFERRED_BASE, log):
-        return PREFERRED_BASE
-    log(f"no registry: building the offline base {OFFLINE_BASE} from Debian")
-    return build_offline_base(client=client, log=log)
-
-
 # --- building --------------------------------------------------------------------------------
 
 
@@ -374,7 +162,7 @@ def _log_lines(events: Any) -> list[str]:
 
 def ensure_image(*, force: bool = False, base: str | None = None, log: Log | None = None) -> str:
     """Return the tag of an up-to-date sandbox image, building it (and its base) if needed."""
-    log = log or _quiet
+    log = log or quiet
     client = docker_client()
     with _build_lock():
         chosen = base or select_base(client=client, log=log)
@@ -389,7 +177,7 @@ def ensure_image(*, force: bool = False, base: str | None = None, log: Log | Non
             _, events = client.images.build(
                 fileobj=_context_tar(SANDBOX_DIR),
                 custom_context=True,
-                buildargs={"BASE": chosen},
+                buildargs={"BASE": chosen, "STUDENT_UID": str(wire.STUDENT_UID)},
                 tag=tag,
                 rm=True,
                 forcerm=True,
@@ -398,7 +186,7 @@ def ensure_image(*, force: bool = False, base: str | None = None, log: Log | Non
             )
         except docker.errors.BuildError as error:
             raise ImageBuildError(
-                f"building {tag} FROM {chosen} failed: {error.msg}\n{_tail(chr(10).join(_log_lines(error.build_log)))}"
+                f"building {tag} FROM {chosen} failed: {error.msg}\n{tail(chr(10).join(_log_lines(error.build_log)))}"
             ) from error
         except (docker.errors.DockerException, requests.exceptions.RequestException) as error:
             raise ImageBuildError(f"building {tag} FROM {chosen} failed: {error}") from error

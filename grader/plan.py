@@ -1,6 +1,6 @@
 """Rubric + seed -> the probe plan: concrete inputs only, never an expected value.
 
-Random inputs follow grading-science.md: stratified points per operation (away from the
+Random inputs are drawn where bugs show: stratified points per operation (away from the
 values where bugs hide: 0, +-1, a = b, kinks), a non-unit upstream gradient, an
 accumulation harness, and random DAGs whose every node is shared. Everything is derived
 from ``random.Random(seed)``, so a seed reproduces a plan exactly on any machine.
@@ -15,14 +15,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from sandbox.harness import wire
 from sandbox.harness.mutate import CATALOGUE
 
 from .program import Program, compile_steps, evaluate, relu_inputs
+from .results import Visibility
 from .rubric import Check, Probe, Rubric
 
-STUDENT_UID = 10002
-
-# Strata per operation (grading-science.md rule 7).
+# Strata per operation: every sign and magnitude region, never at 0, +-1 or a kink.
 GENERAL = ((-3.0, -1.25), (-0.8, -0.2), (0.2, 0.8), (1.25, 3.0))
 DIVISOR = ((-3.0, -1.25), (-0.8, -0.5), (0.5, 0.8), (1.25, 3.0))
 POSITIVE = ((0.2, 0.8), (1.25, 4.0))
@@ -52,16 +52,16 @@ FD_TEMPLATES: Mapping[str, tuple[str, tuple[tuple[float, float], ...], tuple[tup
 @dataclass(frozen=True)
 class PlannedProbe:
     id: str
-    kind: str
+    kind: wire.ProbeKind
     programs: tuple[Program, ...] = ()
     mutants: tuple[str, ...] = ()  # mutation probes: mutants to run, in order
     oracle: tuple[str, ...] = ()  # mutation probes: program probes that tell a mutant apart
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"id": self.id, "kind": self.kind}
-        if self.kind in ("program",):
+        if self.kind == wire.PROGRAM:
             out["programs"] = list(self.programs)
-        if self.kind == "mutation":
+        if self.kind == wire.MUTATION:
             out["mutants"] = list(self.mutants)
             out["oracle"] = list(self.oracle)
         return out
@@ -97,7 +97,7 @@ class Plan:
                 "output_bytes": limits.output_kb * 1024,
                 "child_memory_mb": limits.child_memory_mb,
             },
-            "student": {"uid": STUDENT_UID, "gid": STUDENT_UID, "reap": True} if isolate else {},
+            "student": {"uid": wire.STUDENT_UID, "gid": wire.STUDENT_UID, "reap": True} if isolate else {},
             "probes": [p.to_json() for p in self.probes],
         }
         return json.dumps(body, allow_nan=False).encode()
@@ -108,7 +108,7 @@ def new_seed() -> int:
 
 
 def build_plan(rubric: Rubric, *, seed: int, visible_only: bool) -> Plan:
-    checks = tuple(c for c in rubric.checks if not visible_only or c.visibility.value == "visible")
+    checks = tuple(c for c in rubric.checks if not visible_only or c.visibility is Visibility.VISIBLE)
     needed: list[str] = []
     for check in checks:
         if check.probe not in needed:
@@ -116,13 +116,13 @@ def build_plan(rubric: Rubric, *, seed: int, visible_only: bool) -> Plan:
     expanded = [_expand(rubric.probes[name], seed) for name in needed]
     # Mutation probes run last: the rest of the grade never waits on them, and they reuse the
     # plan's programs as the grader's own checks.
-    oracle = tuple(p.id for p in expanded if p.kind == "program")
-    probes = [p for p in expanded if p.kind != "mutation"]
-    for probe in (p for p in expanded if p.kind == "mutation"):
+    oracle = tuple(p.id for p in expanded if p.kind == wire.PROGRAM)
+    probes = [p for p in expanded if p.kind != wire.MUTATION]
+    for probe in (p for p in expanded if p.kind == wire.MUTATION):
         named = [c.mutant for c in checks if c.probe == probe.id and c.mutant]
         wanted = rubric.probes[probe.id].mutants or tuple(op.id for op in CATALOGUE)
         probes.append(
-            PlannedProbe(probe.id, "mutation", mutants=tuple(dict.fromkeys([*named, *wanted])), oracle=oracle)
+            PlannedProbe(probe.id, wire.MUTATION, mutants=tuple(dict.fromkeys([*named, *wanted])), oracle=oracle)
         )
     return Plan(seed=seed, probes=tuple(probes), checks=checks)
 
@@ -133,7 +133,7 @@ def _rng(seed: int, probe_id: str) -> random.Random:
 
 
 def _expand(probe: Probe, seed: int) -> PlannedProbe:
-    if probe.kind in ("api", "mutation"):
+    if probe.kind == "api" or probe.kind == "mutation":
         return PlannedProbe(probe.id, probe.kind)
     rng = _rng(seed, probe.id)
     if probe.kind == "program":
@@ -143,7 +143,7 @@ def _expand(probe: Probe, seed: int) -> PlannedProbe:
         programs = tuple(p for i in range(probe.instances) for p in _fd_programs(probe, rng, i))
     else:
         programs = tuple(_random_dag(rng, probe.max_ops, probe.ops) for _ in range(probe.instances))
-    return PlannedProbe(probe.id, "program", programs)
+    return PlannedProbe(probe.id, wire.PROGRAM, programs)
 
 
 def _draw(rng: random.Random, ranges: Sequence[tuple[float, float]], index: int) -> float:
@@ -212,7 +212,7 @@ def _fd_programs(probe: Probe, rng: random.Random, index: int) -> list[Program]:
 
 
 def _random_dag(rng: random.Random, max_ops: int, ops: Sequence[str]) -> Program:
-    """Random program over 3 leaves; every node also feeds the output (rule 9)."""
+    """Random program over 3 leaves; every node also feeds the output, so no path is ever unused."""
     for _ in range(2000):
         leaves = {}
         for name in ("p", "q", "r"):

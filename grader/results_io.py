@@ -12,7 +12,6 @@ import json
 from typing import Any
 
 from .errors import StoreError
-from .grading import Evidence
 from .results import (
     CheckResult,
     Comparison,
@@ -28,7 +27,7 @@ from .results import (
     SubmissionResult,
     Visibility,
 )
-from .runners.base import RawRun
+from .runners.base import Evidence, RawRun
 
 FORMAT = 1
 

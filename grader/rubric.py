@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import difflib
 import hashlib
-import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, cast, get_args
 
 import yaml
 
@@ -21,21 +20,25 @@ from sandbox.harness.mutate import BY_ID
 
 from .errors import RubricError
 from .results import Visibility
+from .rubric_yaml import Node, get
 
 DEFAULT_RUBRIC = Path(__file__).resolve().parent.parent / "rubrics" / "a8_autograd_lab.yaml"
 
-PROBE_KINDS = ("api", "program", "mutation", "fd_op", "random_dag")
-COMPARES = ("engine", "api", "values", "graph", "schedule", "checks_pass", "mutant_killed", "mutation_score")
-MUTATION_COMPARES = ("checks_pass", "mutant_killed", "mutation_score")
-EXPECT_FROM = ("reference", "math")
-RECORDS = ("graph", "schedule")
+ProbeKind = Literal["api", "program", "mutation", "fd_op", "random_dag"]
+Compare = Literal["engine", "api", "values", "graph", "schedule", "checks_pass", "mutant_killed", "mutation_score"]
+ExpectFrom = Literal["reference", "math"]
+Record = Literal["graph", "schedule"]
+ReluInputs = Literal["any", "alternate"]
+PROBE_KINDS: tuple[ProbeKind, ...] = get_args(ProbeKind)
+COMPARES: tuple[Compare, ...] = get_args(Compare)
+MUTATION_COMPARES: tuple[Compare, ...] = ("checks_pass", "mutant_killed", "mutation_score")
+EXPECT_FROM: tuple[ExpectFrom, ...] = get_args(ExpectFrom)
+RECORDS: tuple[Record, ...] = get_args(Record)
 FD_OPS = ("add", "sub", "mul", "div", "neg", "radd", "rsub", "rmul", "rdiv", "pow", "tanh", "relu", "exp", "log")
-RELU_INPUTS = ("any", "alternate")
+RELU_INPUTS: tuple[ReluInputs, ...] = get_args(ReluInputs)
 DAG_OPS = ("add", "sub", "mul", "div", "tanh", "relu", "exp", "log", "square", "neg")
 
 MUTANT_IDS = tuple(BY_ID)
-
-T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -79,12 +82,12 @@ class Leaf:
 @dataclass(frozen=True)
 class Probe:
     id: str
-    kind: str
+    kind: ProbeKind
     leaves: tuple[Leaf, ...] = ()
     steps: tuple[str, ...] = ()
-    record: tuple[str, ...] = ()
+    record: tuple[Record, ...] = ()
     instances: int = 1
-    relu_inputs: str = "any"
+    relu_inputs: ReluInputs = "any"
     mutants: tuple[str, ...] = ()  # mutation probes: catalogue ids to run (empty: all)
     op: str | None = None
     exponent: float | None = None
@@ -104,10 +107,10 @@ class Check:
     points: float
     visibility: Visibility
     probe: str
-    compare: str
+    compare: Compare
     observe: tuple[str, ...]
     tolerance: str
-    expect_from: str
+    expect_from: ExpectFrom
     expect: Mapping[str, float]
     hint: str
     requires: tuple[str, ...]
@@ -161,97 +164,6 @@ class Rubric:
         raise KeyError(tag)
 
 
-# --- YAML with positions ----------------------------------------------------------------
-
-
-class _Node:
-    """A YAML value with its path and position, for error messages."""
-
-    def __init__(self, node: yaml.Node, path: str, source: str):
-        self.node, self.path, self.source = node, path, source
-
-    def where(self) -> str:
-        mark = self.node.start_mark
-        return f"{self.source}:{mark.line + 1}:{mark.column + 1}: {self.path or '<top>'}"
-
-    def fail(self, message: str) -> RubricError:
-        return RubricError(message, where=self.where())
-
-    def child(self, node: yaml.Node, suffix: str) -> _Node:
-        joined = f"{self.path}.{suffix}" if self.path and not suffix.startswith("[") else f"{self.path}{suffix}"
-        return _Node(node, joined, self.source)
-
-    def mapping(self, allowed: Sequence[str], required: Sequence[str] = ()) -> dict[str, _Node]:
-        if not isinstance(self.node, yaml.MappingNode):
-            raise self.fail("expected a mapping")
-        out: dict[str, _Node] = {}
-        for key_node, value_node in self.node.value:
-            key = key_node.value
-            if key not in allowed:
-                near = difflib.get_close_matches(str(key), allowed, n=1)
-                hint = f" (did you mean '{near[0]}'?)" if near else f" (allowed: {', '.join(allowed)})"
-                raise _Node(key_node, f"{self.path}.{key}" if self.path else str(key), self.source).fail(
-                    f"unknown key '{key}'{hint}"
-                )
-            if key in out:
-                raise self.child(key_node, key).fail("duplicate key")
-            out[key] = self.child(value_node, key)
-        missing = [k for k in required if k not in out]
-        if missing:
-            raise self.fail(f"missing required key(s): {', '.join(missing)}")
-        return out
-
-    def items(self) -> list[tuple[str, _Node]]:
-        if not isinstance(self.node, yaml.MappingNode):
-            raise self.fail("expected a mapping")
-        return [(k.value, self.child(v, str(k.value))) for k, v in self.node.value]
-
-    def sequence(self) -> list[_Node]:
-        if not isinstance(self.node, yaml.SequenceNode):
-            raise self.fail("expected a list")
-        return [self.child(v, f"[{i}]") for i, v in enumerate(self.node.value)]
-
-    def scalar(self) -> Any:
-        if not isinstance(self.node, yaml.ScalarNode):
-            raise self.fail("expected a single value")
-        return yaml.safe_load(yaml.serialize(self.node))
-
-    def text(self) -> str:
-        value = self.scalar()
-        if not isinstance(value, str):
-            raise self.fail(f"expected text, got {value!r}")
-        return value
-
-    def number(self, minimum: float | None = None) -> float:
-        value = self.scalar()
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise self.fail(f"expected a number, got {value!r}")
-        if not math.isfinite(value):
-            raise self.fail(f"expected a finite number, got {value!r}")
-        if minimum is not None and value < minimum:
-            raise self.fail(f"must be at least {minimum:g}, got {value!r}")
-        return float(value)
-
-    def integer(self, minimum: int = 0) -> int:
-        value = self.scalar()
-        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-            raise self.fail(f"expected a whole number >= {minimum}, got {value!r}")
-        return value
-
-    def choice(self, options: Sequence[str]) -> str:
-        value = self.text()
-        if value not in options:
-            raise self.fail(f"'{value}' is not one of: {', '.join(options)}")
-        return value
-
-    def texts(self) -> tuple[str, ...]:
-        return tuple(n.text() for n in self.sequence())
-
-
-def _get(fields: dict[str, _Node], key: str, read: Callable[[_Node], T], default: T) -> T:
-    return read(fields[key]) if key in fields else default
-
-
 # --- the loader ---------------------------------------------------------------------------
 
 
@@ -267,7 +179,7 @@ def load_rubric(path: Path | str = DEFAULT_RUBRIC) -> Rubric:
         raise RubricError(f"not valid YAML: {error}", where=str(path)) from None
     if root_node is None:
         raise RubricError("the rubric is empty", where=str(path))
-    root = _Node(root_node, "", str(path))
+    root = Node(root_node, "", str(path))
     top = root.mapping(
         ("assignment", "limits", "stand_ins", "tolerances", "probes", "sections"),
         required=("assignment", "probes", "sections"),
@@ -284,17 +196,17 @@ def load_rubric(path: Path | str = DEFAULT_RUBRIC) -> Rubric:
     if "tolerances" in top:
         for name, node in top["tolerances"].items():
             fields = node.mapping(("abs", "rel"), required=("abs",))
-            tolerances[name] = Tolerance(fields["abs"].number(0), _get(fields, "rel", lambda n: n.number(0), 0.0))
+            tolerances[name] = Tolerance(fields["abs"].number(0), get(fields, "rel", lambda n: n.number(0), 0.0))
     probes = {name: _probe(name, node) for name, node in top["probes"].items()}
     sections = tuple(_section(node, probes, tolerances) for node in top["sections"].sequence())
     rubric = Rubric(
         name=assignment["name"].text(),
         filename=assignment["file"].text(),
         class_name=assignment["class"].text(),
-        handout=_get(assignment, "handout", _Node.text, ""),
+        handout=get(assignment, "handout", Node.text, ""),
         total=assignment["total"].number(0),
         limits=limits,
-        stand_ins=_get(top, "stand_ins", _Node.texts, ()),
+        stand_ins=get(top, "stand_ins", Node.texts, ()),
         tolerances=tolerances,
         probes=probes,
         sections=sections,
@@ -305,7 +217,7 @@ def load_rubric(path: Path | str = DEFAULT_RUBRIC) -> Rubric:
     return rubric
 
 
-def _limits(node: _Node) -> Limits:
+def _limits(node: Node) -> Limits:
     names = tuple(Limits.__dataclass_fields__)
     fields = node.mapping(names)
     defaults = Limits()
@@ -319,7 +231,7 @@ def _limits(node: _Node) -> Limits:
     return Limits(**values)
 
 
-def _leaf(name: str, node: _Node) -> Leaf:
+def _leaf(name: str, node: Node) -> Leaf:
     if isinstance(node.node, yaml.ScalarNode):
         return Leaf(name, node.number())
     ranges = []
@@ -339,7 +251,7 @@ def _leaf(name: str, node: _Node) -> Leaf:
     return Leaf(name, None, tuple(ranges))
 
 
-def _probe(name: str, node: _Node) -> Probe:
+def _probe(name: str, node: Node) -> Probe:
     fields = node.mapping(
         (
             "kind",
@@ -356,20 +268,20 @@ def _probe(name: str, node: _Node) -> Probe:
         ),
         required=("kind",),
     )
-    kind = fields["kind"].choice(PROBE_KINDS)
+    kind = cast(ProbeKind, fields["kind"].choice(PROBE_KINDS))
     leaves = tuple(_leaf(k, v) for k, v in fields["leaves"].items()) if "leaves" in fields else ()
     probe = Probe(
         id=name,
         kind=kind,
         leaves=leaves,
-        steps=_get(fields, "steps", _Node.texts, ()),
-        record=tuple(n.choice(RECORDS) for n in fields["record"].sequence()) if "record" in fields else (),
-        instances=_get(fields, "instances", lambda n: n.integer(1), 1),
-        relu_inputs=_get(fields, "relu_inputs", lambda n: n.choice(RELU_INPUTS), "any"),
+        steps=get(fields, "steps", Node.texts, ()),
+        record=get(fields, "record", lambda n: tuple(cast(Record, r.choice(RECORDS)) for r in n.sequence()), ()),
+        instances=get(fields, "instances", lambda n: n.integer(1), 1),
+        relu_inputs=cast(ReluInputs, get(fields, "relu_inputs", lambda n: n.choice(RELU_INPUTS), "any")),
         mutants=tuple(n.choice(MUTANT_IDS) for n in fields["mutants"].sequence()) if "mutants" in fields else (),
-        op=_get(fields, "op", lambda n: n.choice(FD_OPS), None),
-        exponent=_get(fields, "exponent", _Node.number, None),
-        max_ops=_get(fields, "max_ops", lambda n: n.integer(1), 8),
+        op=get(fields, "op", lambda n: n.choice(FD_OPS), None),
+        exponent=get(fields, "exponent", Node.number, None),
+        max_ops=get(fields, "max_ops", lambda n: n.integer(1), 8),
         ops=tuple(n.choice(DAG_OPS) for n in fields["ops"].sequence()) if "ops" in fields else DAG_OPS,
     )
     if kind == "program" and not probe.steps:
@@ -388,14 +300,14 @@ def _probe(name: str, node: _Node) -> Probe:
     return probe
 
 
-def _section(node: _Node, probes: Mapping[str, Probe], tolerances: Mapping[str, Tolerance]) -> Section:
+def _section(node: Node, probes: Mapping[str, Probe], tolerances: Mapping[str, Tolerance]) -> Section:
     fields = node.mapping(("tag", "title", "checks"), required=("tag", "title", "checks"))
     tag = fields["tag"].text()
     checks = tuple(_check(c, tag, probes, tolerances) for c in fields["checks"].sequence())
     return Section(tag=tag, title=fields["title"].text(), checks=checks)
 
 
-def _check(node: _Node, section: str, probes: Mapping[str, Probe], tolerances: Mapping[str, Tolerance]) -> Check:
+def _check(node: Node, section: str, probes: Mapping[str, Probe], tolerances: Mapping[str, Tolerance]) -> Check:
     fields = node.mapping(
         (
             "id",
@@ -419,7 +331,7 @@ def _check(node: _Node, section: str, probes: Mapping[str, Probe], tolerances: M
     if probe not in probes:
         near = difflib.get_close_matches(probe, list(probes), n=1)
         raise fields["probe"].fail(f"no probe named '{probe}'" + (f" (did you mean '{near[0]}'?)" if near else ""))
-    tolerance = _get(fields, "tolerance", _Node.text, "handout")
+    tolerance = get(fields, "tolerance", Node.text, "handout")
     if tolerance not in tolerances:
         raise fields["tolerance"].fail(f"no tolerance named '{tolerance}' (have: {', '.join(tolerances)})")
     expect: dict[str, float] = {}
@@ -431,17 +343,17 @@ def _check(node: _Node, section: str, probes: Mapping[str, Probe], tolerances: M
         title=fields["title"].text(),
         section=section,
         points=fields["points"].number(0),
-        visibility=Visibility(_get(fields, "visibility", lambda n: n.choice([v.value for v in Visibility]), "visible")),
+        visibility=Visibility(get(fields, "visibility", lambda n: n.choice([v.value for v in Visibility]), "visible")),
         probe=probe,
-        compare=fields["compare"].choice(COMPARES),
-        observe=_get(fields, "observe", _Node.texts, ()),
+        compare=cast(Compare, fields["compare"].choice(COMPARES)),
+        observe=get(fields, "observe", Node.texts, ()),
         tolerance=tolerance,
-        expect_from=_get(fields, "expect_from", lambda n: n.choice(EXPECT_FROM), "reference"),
+        expect_from=cast(ExpectFrom, get(fields, "expect_from", lambda n: n.choice(EXPECT_FROM), "reference")),
         expect=expect,
-        hint=_get(fields, "hint", _Node.text, ""),
-        requires=_get(fields, "requires", _Node.texts, ()),
-        mutant=_get(fields, "mutant", lambda n: n.choice(MUTANT_IDS), None),
-        vouched_by=_get(fields, "vouched_by", _Node.text, None),
+        hint=get(fields, "hint", Node.text, ""),
+        requires=get(fields, "requires", Node.texts, ()),
+        mutant=get(fields, "mutant", lambda n: n.choice(MUTANT_IDS), None),
+        vouched_by=get(fields, "vouched_by", Node.text, None),
     )
     compare, kind = check.compare, probes[probe].kind
     if (compare in MUTATION_COMPARES) != (kind == "mutation"):
@@ -451,7 +363,7 @@ def _check(node: _Node, section: str, probes: Mapping[str, Probe], tolerances: M
     return check
 
 
-def _cross_check(rubric: Rubric, top: dict[str, _Node], root: _Node) -> None:
+def _cross_check(rubric: Rubric, top: dict[str, Node], root: Node) -> None:
     ids = [c.id for c in rubric.checks]
     duplicates = sorted({i for i in ids if ids.count(i) > 1})
     if duplicates:

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import StoreError
-from .grading import Evidence
 from .results import SubmissionResult
 from .results_io import evidence_from_json, evidence_to_json, result_from_json, result_to_json
+from .runners.base import Evidence
 
 STORE_NAME = "grades.sqlite"
 SCHEMA_VERSION = 1

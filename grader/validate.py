@@ -5,12 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from .diagnose import KillMatrix, kill_matrix
-from .expected import REFERENCE, compute_expected, math_expected
-from .grading import grade_submission
-from .judge import fmt
+from .judge.diagnose import KillMatrix, kill_matrix
+from .judge.expected import REFERENCE, compute_expected, math_expected
+from .judge.wording import fmt
+from .pipeline import grade_submission
 from .plan import build_plan
-from .results import SubmissionResult
+from .results import Status, SubmissionResult
 from .rubric import Rubric
 from .runners.base import Runner
 
@@ -28,7 +28,7 @@ class Validation:
     @property
     def ok(self) -> bool:
         full = abs(self.reference_result.score - self.reference_result.max_score) < 1e-9
-        graded = self.reference_result.status.value == "graded"
+        graded = self.reference_result.status is Status.GRADED
         # Every catalogue bug must apply to the reference and be caught by some section; a
         # mutant no section catches is a blind spot of the rubric.
         matrix_ok = not self.matrix.blind_spots and not self.matrix.not_applicable

@@ -1,8 +1,8 @@
 """What every runner takes and returns: a submission and a probe plan in, raw bytes out.
 
 A runner executes the in-container harness (``sandbox/harness``) against one submission.
-It does not interpret what the harness printed: ``grader.protocol`` does that, on the host,
-treating every byte as untrusted.
+It does not interpret what the harness printed: ``grader.judge.parse`` does that, on the
+host, treating every byte as untrusted.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ SUBMISSION_DIR = "submission"
 
 
 @dataclass(frozen=True)
-class Limits:
-    """Resource limits for one submission; defaults live in the rubric loader."""
+class ContainerLimits:
+    """What the sandbox enforces around one submission's run, from the rubric's limits."""
 
     wall_seconds: float
     memory_mb: int
@@ -42,9 +42,20 @@ class RawRun:
     image: str  # image id (docker) or interpreter path (local)
 
 
+@dataclass(frozen=True)
+class Evidence:
+    """What the sandbox returned for one submission, kept so that a rubric change that does not
+    change the plan (points, titles, hints, tolerances) is re-judged without running again."""
+
+    raw: RawRun
+    nonce: str
+    plan_digest: str
+
+
 class Runner(Protocol):
     name: str
+    isolates: bool  # runs student code as the student uid and kills what it leaves (containers)
 
-    def run(self, *, source: bytes, filename: str, plan: bytes, limits: Limits) -> RawRun:
+    def run(self, *, source: bytes, filename: str, plan: bytes, limits: ContainerLimits) -> RawRun:
         """Run the harness on one submission. Raises InfraError when the sandbox itself fails."""
         ...

@@ -3,8 +3,9 @@
 Everything inside the container is attacker-controlled (design.md, "Trust boundary"). The
 host therefore only ever: writes the inputs into a fresh volume before start, reads stdout
 and stderr through capped streams, enforces the wall deadline itself, and removes the
-container and the volume afterwards whatever happened. ``create_container`` is the one
-place that creates containers, so every run gets the same hardening.
+container and the volume afterwards whatever happened. ``create_container`` (in
+``docker_settings``) is the one place that creates containers, so every run gets the same
+hardening.
 
 Docker and requests errors never leave this module as they are: a failure of the sandbox
 is an InfraError (the student is not blamed, the batch may retry).
@@ -13,12 +14,9 @@ is an InfraError (the student is not blamed, the batch may retry).
 from __future__ import annotations
 
 import contextlib
-import io
 import os
-import re
 import socket
 import struct
-import tarfile
 import threading
 import time
 import uuid
@@ -30,131 +28,25 @@ import docker.errors
 import requests.exceptions
 from docker.models.containers import Container
 from docker.models.volumes import Volume
-from docker.types import LogConfig, Mount, Ulimit
 from docker.utils.socket import STDOUT, frames_iter
 
 from grader.errors import InfraError, SandboxUnavailable
-from grader.image import LABEL, SANDBOX_ENV, docker_client, ensure_image
-from grader.runners.base import PLAN_NAME, SUBMISSION_DIR, Limits, RawRun
-
-WORKDIR = "/sandbox"
-HARNESS_COMMAND: tuple[str, ...] = (
-    "python3",
-    "-I",
-    "-B",
-    "/opt/ag/sandbox/run_harness.py",
-    "--workdir",
+from grader.image import LABEL, docker_client, ensure_image
+from grader.runners.base import ContainerLimits, RawRun
+from grader.runners.docker_settings import (
+    HARNESS_COMMAND,
     WORKDIR,
+    accepts_swappiness,
+    create_container,
+    run_labels,
+    submission_archive,
 )
-STUDENT_UID = 10002  # the harness drops student code to this uid; it must not read the plan
-FSIZE_BYTES = 8 * 1024 * 1024
-NOFILE = 256
+
 STDERR_TAIL_BYTES = 4096
 KILL_GRACE_S = 15.0  # how long a killed container may take to be reported stopped
 READER_JOIN_S = 5.0
-_FILENAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}")
 
 DockerFailure = (docker.errors.DockerException, requests.exceptions.RequestException)
-
-
-def accepts_swappiness(info: dict[str, Any]) -> bool:
-    """Whether this engine applies ``mem_swappiness``.
-
-    cgroup v2 has no per-group swappiness: the engine drops the setting with a warning (or,
-    in some engine/runc pairs, refuses the container). memory == memory+swap already forbids
-    swap there, so we leave it out rather than pretend it is in force.
-    """
-    return str(info.get("CgroupVersion", "1")) != "2"
-
-
-def submission_archive(*, plan: bytes, source: bytes, filename: str) -> bytes:
-    """The in-memory tar extracted into the fresh volume at /sandbox before start.
-
-    Everything is owned by root. plan.json is 0400: the harness (root) reads it, student code
-    (uid 10002) cannot, so a submission cannot learn the nonce or the probe list from it.
-    The submission is read-only for everybody.
-    """
-    if not _FILENAME.fullmatch(filename) or filename in (".", ".."):
-        raise ValueError(f"not a plain file name: {filename!r}")
-    now = int(time.time())
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as tar:
-        for name, kind, mode, data in (
-            (PLAN_NAME, tarfile.REGTYPE, 0o400, plan),
-            (SUBMISSION_DIR, tarfile.DIRTYPE, 0o555, b""),
-            (f"{SUBMISSION_DIR}/{filename}", tarfile.REGTYPE, 0o444, source),
-        ):
-            info = tarfile.TarInfo(name)
-            info.type = kind
-            info.mode = mode
-            info.uid = info.gid = 0
-            info.uname = info.gname = "root"
-            info.mtime = now
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data) if kind == tarfile.REGTYPE else None)
-    return buffer.getvalue()
-
-
-def _labels(extra: Mapping[str, str], run_id: str) -> dict[str, str]:
-    return {**extra, LABEL: "1", f"{LABEL}.run": run_id}
-
-
-def create_container(
-    client: docker.DockerClient,
-    *,
-    image: str,
-    volume: str,
-    limits: Limits,
-    run_id: str,
-    command: Sequence[str] = HARNESS_COMMAND,
-    swappiness: bool = True,
-    labels: Mapping[str, str] | None = None,
-) -> Container:
-    """Create (not start) the container for one run, with every trust-boundary default on."""
-    memory = f"{limits.memory_mb}m"
-    extra: dict[str, Any] = {"mem_swappiness": 0} if swappiness else {}
-    return client.containers.create(
-        image,
-        command=list(command),
-        name=f"{LABEL}-{run_id}",
-        labels=_labels(labels or {}, run_id),
-        # Root inside the container, only so the harness can setuid each student process to
-        # 10002 (SETUID/SETGID) and signal/kill those processes across that uid (KILL).
-        # Every other capability is gone, DAC_OVERRIDE included: root cannot write the
-        # root-owned read-only harness files, nor any file it does not own.
-        user="0:0",
-        cap_drop=["ALL"],
-        cap_add=["SETUID", "SETGID", "KILL"],
-        security_opt=["no-new-privileges:true"],  # no exec can gain privileges (setuid files)
-        network_disabled=True,
-        network_mode="none",
-        read_only=True,
-        # The only writable places: the run's own volume at /sandbox and a small /tmp that
-        # cannot hold executables or device nodes, and whose size counts against memory.
-        tmpfs={"/tmp": f"rw,noexec,nosuid,nodev,size={limits.tmpfs_mb}m,mode=1777"},
-        mounts=[Mount(target=WORKDIR, source=volume, type="volume", read_only=False)],
-        working_dir=WORKDIR,
-        mem_limit=memory,
-        memswap_limit=memory,  # equal: no swap at all, so a memory hog dies instead of thrashing
-        nano_cpus=int(limits.cpus * 1e9),
-        pids_limit=limits.pids,  # fork and thread bombs stop here
-        # No nproc: RLIMIT_NPROC counts every process of the uid on the whole host.
-        ulimits=[
-            Ulimit(name="core", soft=0, hard=0),
-            Ulimit(name="fsize", soft=FSIZE_BYTES, hard=FSIZE_BYTES),
-            Ulimit(name="nofile", soft=NOFILE, hard=NOFILE),
-        ],
-        init=True,  # a real PID 1 reaps orphans and forwards signals
-        ipc_mode="private",
-        shm_size="8m",
-        # We read output through attach, never the log; this only bounds the daemon's disk.
-        log_config=LogConfig(type="json-file", config={"max-size": "1m", "max-file": "1"}),
-        environment=dict(SANDBOX_ENV),
-        stop_signal="SIGKILL",  # nothing inside deserves a graceful stop
-        tty=False,
-        stdin_open=False,
-        **extra,
-    )
 
 
 class _Output:
@@ -270,6 +162,7 @@ class DockerRunner:
     """Runs each submission in its own container built from the sandbox image."""
 
     name = "docker"
+    isolates = True  # the harness drops student code to the student uid and reaps what it leaves
 
     def __init__(
         self,
@@ -301,7 +194,7 @@ class DockerRunner:
             self._swappiness = accepts_swappiness(self._client.info())
         return self._swappiness
 
-    def run(self, *, source: bytes, filename: str, plan: bytes, limits: Limits) -> RawRun:
+    def run(self, *, source: bytes, filename: str, plan: bytes, limits: ContainerLimits) -> RawRun:
         archive = submission_archive(plan=plan, source=source, filename=filename)
         run_id = uuid.uuid4().hex
         container: Container | None = None
@@ -309,7 +202,7 @@ class DockerRunner:
         finished = False
         try:
             volume = self._client.volumes.create(
-                name=f"{LABEL}-{run_id}", driver="local", labels=_labels(self._labels, run_id)
+                name=f"{LABEL}-{run_id}", driver="local", labels=run_labels(self._labels, run_id)
             )
             container = create_container(
                 self._client,
@@ -336,7 +229,7 @@ class DockerRunner:
                 # The grade is sound, but a leak means the engine misbehaves: say so loudly.
                 raise InfraError("could not clean up: " + "; ".join(problems))
 
-    def _execute(self, container: Container, limits: Limits) -> RawRun:
+    def _execute(self, container: Container, limits: ContainerLimits) -> RawRun:
         """Start, read with caps, stop at the deadline, collect the final state."""
         output = _Output(limits.stdout_bytes)
         streams: list[Any] = []

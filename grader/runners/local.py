@@ -25,7 +25,7 @@ from typing import IO
 
 from grader.errors import InfraError
 from grader.image import SANDBOX_DIR, SANDBOX_ENV
-from grader.runners.base import PLAN_NAME, SUBMISSION_DIR, Limits, RawRun
+from grader.runners.base import PLAN_NAME, SUBMISSION_DIR, ContainerLimits, RawRun
 
 FSIZE_BYTES = 8 * 1024 * 1024
 NOFILE = 256
@@ -45,7 +45,7 @@ def _valid_filename(filename: str) -> bool:
     )
 
 
-def _rlimits(limits: Limits) -> Callable[[], None]:
+def _rlimits(limits: ContainerLimits) -> Callable[[], None]:
     """The preexec_fn: per-process caps standing in for the container's cgroup limits."""
     memory = limits.memory_mb * 1024 * 1024
     cpu = max(1, int(limits.wall_seconds + 0.999))
@@ -123,6 +123,7 @@ class LocalRunner:
     """Runs the harness with the host's Python, in a temporary folder, under rlimits."""
 
     name = "local"
+    isolates = False  # no container: the harness cannot switch users or reap by uid here
     warning = (
         "local runner: submissions run as plain processes on this machine, with no container: "
         "no network isolation, no read-only filesystem, no memory or process-count cgroup. "
@@ -133,7 +134,7 @@ class LocalRunner:
         self.harness = harness or SANDBOX_DIR / "run_harness.py"
         self.python = python or sys.executable
 
-    def run(self, *, source: bytes, filename: str, plan: bytes, limits: Limits) -> RawRun:
+    def run(self, *, source: bytes, filename: str, plan: bytes, limits: ContainerLimits) -> RawRun:
         if not _valid_filename(filename):
             raise ValueError(f"not a plain file name: {filename!r}")
         workdir = Path(tempfile.mkdtemp(prefix="autograd-grader-"))

@@ -15,9 +15,11 @@ import copy
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+from . import wire
+
 STEP5 = "acc_mul"  # the handout's Step-5 bug: += becomes = in __mul__'s backward
 FORCED_FAIL = "forced_fail"  # guard mutant: every method raises
-EQUIVALENT = "equivalent"  # guard: a behaviour-identical copy that honest checks must accept
+EQUIVALENT = wire.EQUIVALENT  # guard: a behaviour-identical copy that honest checks must accept
 
 Scope = ast.AST
 

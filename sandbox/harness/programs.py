@@ -13,6 +13,8 @@ import operator
 from collections.abc import Callable
 from typing import Any
 
+from . import wire
+
 Observation = Any  # float | bool | str | list[str] | {"nonfinite": ...} | {"bad": ...}
 Emit = Callable[[str, dict[str, Observation]], None]
 Make = Callable[[float], Any]
@@ -52,7 +54,7 @@ def same_value(want: Observation, got: Observation) -> bool:
 def read_float(value: Any) -> Observation:
     """A JSON-safe reading of a number stored by the engine, without calling its methods."""
     if isinstance(value, bool):
-        return {"bad": "bool"}
+        return {wire.BAD: "bool"}
     if type(value) is float:
         number = value
     elif isinstance(value, float):
@@ -62,13 +64,13 @@ def read_float(value: Any) -> Observation:
         try:
             number = float(int.__index__(value))
         except OverflowError:
-            return {"nonfinite": "overflow"}
+            return {wire.NONFINITE: "overflow"}
     else:
-        return {"bad": type(value).__name__[:MAX_TEXT]}
+        return {wire.BAD: type(value).__name__[:MAX_TEXT]}
     if math.isnan(number):
-        return {"nonfinite": "nan"}
+        return {wire.NONFINITE: "nan"}
     if math.isinf(number):
-        return {"nonfinite": "inf" if number > 0 else "-inf"}
+        return {wire.NONFINITE: "inf" if number > 0 else "-inf"}
     return number
 
 
@@ -79,7 +81,7 @@ def read_text(value: Any) -> Observation:
         return value[:MAX_TEXT]
     if isinstance(value, str):
         return str.__str__(value)[:MAX_TEXT]
-    return {"bad": type(value).__name__[:MAX_TEXT]}
+    return {wire.BAD: type(value).__name__[:MAX_TEXT]}
 
 
 def parents_of(node: Any) -> list[Any]:
@@ -282,8 +284,8 @@ def _api_op(cls: type, make: Make, op: str, build: Callable[[Any, Any], Any]) ->
             status = "result is not linked to its inputs through _prev"
         else:
             status = "ok"
-        data = read_float(getattr(result, "data", None)) if isinstance(result, cls) else {"bad": "no node"}
+        data = read_float(getattr(result, "data", None)) if isinstance(result, cls) else {wire.BAD: "no node"}
     except Exception as error:
         status = f"raised {type(error).__name__}: {error}"[:200]
-        data = {"bad": "raised"}
+        data = {wire.BAD: "raised"}
     return {f"op.{op}.status": status, f"op.{op}.data": data}

@@ -17,7 +17,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
-from . import loader, mutate
+from . import loader, mutate, wire
 
 # Runs in the new interpreter, started as the harness's user (root in the container): it drops
 # to the student uid first, then copies the file into a folder of the student's own (the
@@ -85,8 +85,8 @@ _EXCEPTION = re.compile(
 def outcome_from(exit_code: int | None, output: str, filename: str) -> dict[str, Any]:
     """What a finished run says about the checks: passed, or failed with the exception shown."""
     if exit_code == 0:
-        return {"outcome": "passed"}
-    record: dict[str, Any] = {"outcome": "failed", "exception": f"exit status {exit_code}", "message": ""}
+        return {"outcome": wire.PASSED}
+    record: dict[str, Any] = {"outcome": wire.FAILED, "exception": f"exit status {exit_code}", "message": ""}
     lines = output.rstrip().splitlines()
     for text in reversed(lines[-40:]):
         match = _EXCEPTION.match(text.strip())

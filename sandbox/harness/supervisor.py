@@ -24,7 +24,7 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-from . import loader, mutate, programs, scripts
+from . import loader, mutate, programs, scripts, wire
 
 Write = Callable[[dict[str, Any]], None]
 Task = Callable[[Write], None]
@@ -33,13 +33,12 @@ RECORD_BYTES = 256 * 1024  # one child record; larger ones are dropped
 CHILD_RECORDS_BYTES = 1024 * 1024  # everything one child may send (the oracle baseline is ~200 KiB)
 FLOOD_BYTES = 4 * 1024 * 1024  # student output beyond this stops the probe
 TAIL_BYTES = 4096  # the end of a child's output is kept too: a traceback is printed last
-STALLED_PROBES = 3  # program probes timing out in a row before the rest are skipped
 LINGER_SECONDS = 0.25  # after a child exits, how long a process it left may hold its pipes
 
 
 class Emitter:
     def __init__(self, nonce: str):
-        self.prefix = f"@@AG:{nonce} "
+        self.prefix = f"{wire.PREFIX}{nonce} "
 
     def __call__(self, record: dict[str, Any]) -> None:
         line = json.dumps(record, allow_nan=False, separators=(",", ":"))
@@ -124,7 +123,7 @@ class Supervisor:
             task(write)
         except BaseException as error:  # SystemExit and KeyboardInterrupt included
             try:
-                write({"t": "err", "stage": "running the probe", "error": _exception_record(error, self.filename)})
+                write({"t": wire.ERR, "stage": "running the probe", "error": _exception_record(error, self.filename)})
             except BaseException:
                 status = 72
         for stream in (sys.stdout, sys.stderr):
@@ -140,7 +139,7 @@ class Supervisor:
         """Fork a child for ``task``; returns its records and an end summary."""
         remaining = self.deadline - time.monotonic()
         if remaining <= 0:
-            return [], {"status": "not_run", "reason": "deadline"}
+            return [], {"status": wire.NOT_RUN, "reason": wire.REASON_DEADLINE}
         rfd, wfd = os.pipe()
         ofd, owfd = os.pipe()
         sys.stdout.flush()
@@ -153,7 +152,7 @@ class Supervisor:
                 os.close(fd)
             if self.reap:
                 self._reap_student_processes()
-            return [], {"status": "not_run", "reason": "no_process", "error": str(error)[:200]}
+            return [], {"status": wire.NOT_RUN, "reason": wire.REASON_NO_PROCESS, "error": str(error)[:200]}
         if pid == 0:
             os.close(rfd)
             os.close(ofd)
@@ -195,7 +194,7 @@ class Supervisor:
                 break
             limit = min(last_progress + timeout if progress_resets else started + timeout, self.deadline)
             if now >= limit:
-                killed_for = "deadline" if limit == self.deadline and now >= self.deadline else "timeout"
+                killed_for = wire.DEADLINE if limit == self.deadline and now >= self.deadline else wire.TIMEOUT
                 break
             for key, _ in selector.select(timeout=min(0.5, limit - now)):
                 chunk = os.read(key.fd, 65536)
@@ -218,10 +217,10 @@ class Supervisor:
                         records.append(record)
                         last_progress = time.monotonic()
             if output_total > FLOOD_BYTES:
-                killed_for = "output_limit"
+                killed_for = wire.OUTPUT_LIMIT
                 break
             if received > CHILD_RECORDS_BYTES:
-                killed_for = "record_limit"
+                killed_for = wire.RECORD_LIMIT
                 break
         if killed_for and wait_status is None:
             self._kill(pid)
@@ -242,13 +241,13 @@ class Supervisor:
             summary["status"] = killed_for
         elif os.WIFSIGNALED(wait_status):
             signum = os.WTERMSIG(wait_status)
-            summary["status"] = "killed"
+            summary["status"] = wire.KILLED
             summary["signal"] = (
                 signal.Signals(signum).name if signum in signal.Signals._value2member_map_ else str(signum)
             )
         else:
             code = os.WEXITSTATUS(wait_status)
-            summary["status"] = "ok" if code == 0 else "exited"
+            summary["status"] = wire.OK if code == 0 else wire.EXITED
             summary["exit_code"] = code
         return records, summary
 
@@ -311,21 +310,22 @@ class Supervisor:
         except loader.LoadError as error:
             write(
                 {
-                    "t": "load",
+                    "t": wire.LOAD,
                     "ok": False,
                     "error": {"type": "LoadError", "message": str(error)[:300], "line": error.line},
                 }
             )
             return
         except BaseException as error:
-            write({"t": "load", "ok": False, "error": _exception_record(error, self.filename)})
+            write({"t": wire.LOAD, "ok": False, "error": _exception_record(error, self.filename)})
             return
-        write({"t": "load", "ok": True, **info})
+        write({"t": wire.LOAD, "ok": True, **info})
 
     def _task_api(self, probe_id: str) -> Task:
         def task(write: Write) -> None:
             cls, make, _ = self._engine()
-            write({"t": "obs", "probe": probe_id, "program": 0, "phase": "final", "obs": programs.run_api(cls, make)})
+            obs = programs.run_api(cls, make)
+            write({"t": wire.OBS, "probe": probe_id, "program": 0, "phase": wire.FINAL, "obs": obs})
 
         return task
 
@@ -335,14 +335,14 @@ class Supervisor:
             for index, program in enumerate(items):
 
                 def emit(phase: str, obs: dict[str, Any], _index: int = index) -> None:
-                    write({"t": "obs", "probe": probe_id, "program": _index, "phase": phase, "obs": obs})
+                    write({"t": wire.OBS, "probe": probe_id, "program": _index, "phase": phase, "obs": obs})
 
                 try:
                     obs = programs.run_program(make, program, emit)
                 except programs.ProgramError as failure:
                     write(
                         {
-                            "t": "err",
+                            "t": wire.ERR,
                             "probe": probe_id,
                             "program": index,
                             "stage": failure.stage[:200],
@@ -351,7 +351,7 @@ class Supervisor:
                         }
                     )
                     continue
-                emit("final", obs)
+                emit(wire.FINAL, obs)
 
         return task
 
@@ -363,9 +363,9 @@ class Supervisor:
             try:
                 text, lines = scripts.prepare(self.source, self.filename, self.class_name_found, edit)
             except mutate.NotApplicable as reason:
-                write({"t": "script", "probe": probe_id, "outcome": "not_applicable", "reason": str(reason)})
+                write({"t": wire.SCRIPT, "probe": probe_id, "outcome": wire.NOT_APPLICABLE, "reason": str(reason)})
                 return
-            write({"t": "script_start", "probe": probe_id, "lines": lines})
+            write({"t": wire.SCRIPT_START, "probe": probe_id, "lines": lines})
             scripts.exec_script(
                 text, self.filename, self.plan.get("stand_ins", []), uid=self.uid, gid=self.gid, scratch=self.scratch
             )
@@ -397,12 +397,12 @@ class Supervisor:
                 except programs.ProgramError as failure:
                     obs = {"__error__": type(failure.error).__name__[:60]}
                 if baseline is None:
-                    write({"t": "oracle", "k": key, "obs": obs})
+                    write({"t": wire.ORACLE, "k": key, "obs": obs})
                 elif not _same(baseline.get(key), obs):
-                    write({"t": "oracle", "differs": key})
+                    write({"t": wire.ORACLE, "differs": key})
                     return
             if baseline is not None:
-                write({"t": "oracle", "differs": None})
+                write({"t": wire.ORACLE, "differs": None})
 
         return task
 
@@ -413,34 +413,34 @@ class Supervisor:
         records, summary = self.run_child(
             self._task_script("mutation", mutant), timeout=timeout, progress_resets=False, drop=False
         )
-        script = next((r for r in records if r.get("t") == "script"), None)
-        started = next((r for r in records if r.get("t") == "script_start"), None)
-        failed = next((r for r in records if r.get("t") == "err"), None)
+        script = next((r for r in records if r.get("t") == wire.SCRIPT), None)
+        started = next((r for r in records if r.get("t") == wire.SCRIPT_START), None)
+        failed = next((r for r in records if r.get("t") == wire.ERR), None)
         status = summary.get("status")
         out: dict[str, Any]
-        if status == "not_run":
-            out = {"outcome": "not_run", "message": "the grading time budget ran out before this run"}
-        elif status in ("timeout", "deadline"):
+        if status == wire.NOT_RUN:
+            out = {"outcome": wire.NOT_RUN, "message": "the grading time budget ran out before this run"}
+        elif status in (wire.TIMEOUT, wire.DEADLINE):
             out = {
-                "outcome": "timeout" if status == "timeout" else "not_run",
+                "outcome": wire.TIMEOUT if status == wire.TIMEOUT else wire.NOT_RUN,
                 "limit": round(timeout, 2),
             }
-        elif status == "output_limit":
+        elif status == wire.OUTPUT_LIMIT:
             mib = FLOOD_BYTES // (1024 * 1024)
-            out = {"outcome": "failed", "exception": "OutputLimit", "message": f"printed more than {mib} MiB"}
+            out = {"outcome": wire.FAILED, "exception": "OutputLimit", "message": f"printed more than {mib} MiB"}
         elif script is not None:
             out = {k: script[k] for k in ("outcome", "reason") if k in script}  # not applicable
         elif failed is not None:
             # The file could not even be started (unparsable, say): a failure, never a pass.
             error = failed.get("error") or {}
             out = {
-                "outcome": "failed",
+                "outcome": wire.FAILED,
                 "exception": str(error.get("type", "Error"))[:60],
                 "message": str(error.get("message", ""))[:300],
             }
-        elif started is None or status == "killed":
+        elif started is None or status == wire.KILLED:
             how = summary.get("signal") or f"exit status {summary.get('exit_code')}"
-            out = {"outcome": "crashed", "message": f"the process died ({how})"}
+            out = {"outcome": wire.CRASHED, "message": f"the process died ({how})"}
         else:
             tail = str(summary.get("output_tail", ""))
             out = scripts.outcome_from(summary.get("exit_code"), tail, self.filename)
@@ -454,8 +454,8 @@ class Supervisor:
     def _oracle_baseline(self, oracle: list[tuple[str, dict[str, Any]]]) -> tuple[dict[str, Any], str, float]:
         task = self._task_oracle(None, oracle, None)
         records, summary = self.run_child(task, timeout=self.script_seconds, progress_resets=False)
-        observed = {str(r.get("k")): r.get("obs") for r in records if r.get("t") == "oracle"}
-        status = "ok" if len(observed) == len(oracle) else str(summary.get("status", "error"))
+        observed = {str(r.get("k")): r.get("obs") for r in records if r.get("t") == wire.ORACLE}
+        status = wire.OK if len(observed) == len(oracle) else str(summary.get("status", wire.ERROR))
         return observed, status, float(summary.get("elapsed", 0.0))
 
     def _oracle_verdict(
@@ -464,12 +464,12 @@ class Supervisor:
         """Does the mutant behave differently from the student's engine on the grader's programs?"""
         task = self._task_oracle(mutant, oracle, baseline)
         records, summary = self.run_child(task, timeout=timeout, progress_resets=False)
-        verdict = next((r for r in records if r.get("t") == "oracle" and "differs" in r), None)
+        verdict = next((r for r in records if r.get("t") == wire.ORACLE and "differs" in r), None)
         if verdict is None:
             # Hanging or crashing on the grader's programs is itself a difference the checks see.
-            return {"status": str(summary.get("status", "error")), "differs": []}
+            return {"status": str(summary.get("status", wire.ERROR)), "differs": []}
         key = verdict["differs"]
-        return {"status": "ok", "differs": [key.split(":")[0]] if isinstance(key, str) else []}
+        return {"status": wire.OK, "differs": [key.split(":")[0]] if isinstance(key, str) else []}
 
     def run_mutation(self, probe: dict[str, Any]) -> None:
         """The bug-injection probe: the student's checks against each mutant of their own file.
@@ -489,30 +489,30 @@ class Supervisor:
             for i, program in enumerate(p.get("programs", []))
         ]
         clean = self._script_outcome(None, self.script_seconds)
-        self.emit({"t": "mutant", "probe": probe_id, "mutant": "clean", "script": clean})
-        if clean["outcome"] != "passed":
-            self.emit({"t": "probe_end", "probe": probe_id, "status": "ok", "reason": "gate"})
+        self.emit({"t": wire.MUTANT, "probe": probe_id, "mutant": wire.CLEAN, "script": clean})
+        if clean["outcome"] != wire.PASSED:
+            self.emit({"t": wire.PROBE_END, "probe": probe_id, "status": wire.OK, "reason": wire.REASON_GATE})
             return
         script_limit = min(self.script_seconds, 2.0 + 5.0 * float(clean["elapsed"]))
         # Honest checks accept a behaviour-identical copy of the file; checks that fail on it
         # test the code's text, not what it computes, and cannot earn bug-injection credit.
         same = self._script_outcome(mutate.EQUIVALENT, script_limit)
-        self.emit({"t": "mutant", "probe": probe_id, "mutant": mutate.EQUIVALENT, "script": same})
-        if same["outcome"] not in ("passed", "not_applicable"):
-            self.emit({"t": "probe_end", "probe": probe_id, "status": "ok", "reason": "gate"})
+        self.emit({"t": wire.MUTANT, "probe": probe_id, "mutant": mutate.EQUIVALENT, "script": same})
+        if same["outcome"] not in (wire.PASSED, wire.NOT_APPLICABLE):
+            self.emit({"t": wire.PROBE_END, "probe": probe_id, "status": wire.OK, "reason": wire.REASON_GATE})
             return
         baseline, base_status, base_elapsed = self._oracle_baseline(oracle)
         oracle_limit = min(self.script_seconds, 2.0 + 5.0 * base_elapsed)
         for name in probe.get("mutants", []):
             script = self._script_outcome(name, script_limit)
-            record: dict[str, Any] = {"t": "mutant", "probe": probe_id, "mutant": name, "script": script}
-            if script["outcome"] not in ("not_applicable", "not_run") and name != mutate.FORCED_FAIL and oracle:
-                if base_status == "ok":
+            record: dict[str, Any] = {"t": wire.MUTANT, "probe": probe_id, "mutant": name, "script": script}
+            if script["outcome"] not in (wire.NOT_APPLICABLE, wire.NOT_RUN) and name != mutate.FORCED_FAIL and oracle:
+                if base_status == wire.OK:
                     record["oracle"] = self._oracle_verdict(name, oracle, baseline, oracle_limit)
                 else:
-                    record["oracle"] = {"status": "no_baseline", "differs": []}
+                    record["oracle"] = {"status": wire.NO_BASELINE, "differs": []}
             self.emit(record)
-        self.emit({"t": "probe_end", "probe": probe_id, "status": "ok"})
+        self.emit({"t": wire.PROBE_END, "probe": probe_id, "status": wire.OK})
 
     # --- the run --------------------------------------------------------------------------------
 
@@ -521,9 +521,9 @@ class Supervisor:
         for mode in ("full", "definitions"):
             self.mode = mode
             records, summary = self.run_child(self._task_load, timeout=self.script_seconds, progress_resets=False)
-            self.flooded = self.flooded or summary.get("status") == "output_limit"
-            self.stalled = self.stalled or summary.get("status") == "timeout"
-            load = next((r for r in records if r.get("t") == "load"), None)
+            self.flooded = self.flooded or summary.get("status") == wire.OUTPUT_LIMIT
+            self.stalled = self.stalled or summary.get("status") == wire.TIMEOUT
+            load = next((r for r in records if r.get("t") == wire.LOAD), None)
             self.out_of_memory = self.out_of_memory or ((load or {}).get("error") or {}).get("type") == "MemoryError"
             if load and load.get("ok"):
                 self.class_name_found = str(load.get("class_name") or self.class_name)
@@ -557,7 +557,7 @@ class Supervisor:
             ):
                 self.emit(
                     {
-                        "t": "load",
+                        "t": wire.LOAD,
                         "ok": False,
                         "mode": "failed",
                         "error": error,
@@ -572,11 +572,11 @@ class Supervisor:
             else:
                 where = f" at line {error['line']}" if error.get("line") else ""
                 notices.append(f"Importing the file raised {error.get('type')}{where}: {error.get('message', '')}")
-            if summary.get("status") == "not_run":
+            if summary.get("status") == wire.NOT_RUN:
                 break
         self.emit(
             {
-                "t": "load",
+                "t": wire.LOAD,
                 "ok": False,
                 "mode": "failed",
                 "notices": notices,
@@ -589,6 +589,9 @@ class Supervisor:
         )
         return False
 
+    def _not_run(self, probe_id: str, reason: str) -> None:
+        self.emit({"t": wire.PROBE_END, "probe": probe_id, "status": wire.NOT_RUN, "reason": reason})
+
     def run(self) -> None:
         self.class_name_found = self.class_name
         loaded = self.load()
@@ -596,22 +599,22 @@ class Supervisor:
         for probe in self.plan["probes"]:
             probe_id, kind = probe["id"], probe["kind"]
             if not loaded:
-                self.emit({"t": "probe_end", "probe": probe_id, "status": "not_run", "reason": "load_failed"})
+                self._not_run(probe_id, wire.REASON_LOAD_FAILED)
                 continue
-            if kind == "program" and stalled >= STALLED_PROBES:
+            if kind == wire.PROGRAM and stalled >= wire.STALLED_PROBES:
                 # An engine that hangs everywhere would spend the whole budget one probe at a
                 # time; what the first probes showed is what the rest would show.
-                self.emit({"t": "probe_end", "probe": probe_id, "status": "not_run", "reason": "repeated_timeouts"})
+                self._not_run(probe_id, wire.REASON_REPEATED_TIMEOUTS)
                 continue
-            if kind == "mutation":
+            if kind == wire.MUTATION:
                 self.run_mutation(probe)
                 continue
-            if kind == "api":
+            if kind == wire.API:
                 task, timeout, resets = self._task_api(probe_id), self.probe_seconds, False
-            elif kind == "program":
+            elif kind == wire.PROGRAM:
                 task, timeout, resets = self._task_programs(probe_id, probe["programs"]), self.probe_seconds, True
             else:
-                self.emit({"t": "probe_end", "probe": probe_id, "status": "not_run", "reason": "unknown_kind"})
+                self._not_run(probe_id, wire.REASON_UNKNOWN_KIND)
                 continue
             records, summary = self.run_child(task, timeout=timeout, progress_resets=resets)
             seen: set[tuple[Any, ...]] = set()
@@ -623,9 +626,10 @@ class Supervisor:
                     seen.add(key)
                     record["probe"] = probe_id  # a child cannot speak for another probe
                     self.emit(record)
-            self.emit({"t": "probe_end", "probe": probe_id, **{k: v for k, v in summary.items() if k != "output_tail"}})
-            if kind == "program":
-                stalled = stalled + 1 if summary.get("status") in ("timeout", "deadline") else 0
+            ended = {k: v for k, v in summary.items() if k != "output_tail"}
+            self.emit({"t": wire.PROBE_END, "probe": probe_id, **ended})
+            if kind == wire.PROGRAM:
+                stalled = stalled + 1 if summary.get("status") in (wire.TIMEOUT, wire.DEADLINE) else 0
 
 
 def _clean_load(load: dict[str, Any]) -> dict[str, Any]:
@@ -681,7 +685,7 @@ def main(argv: list[str]) -> int:
     except (OSError, SyntaxError, ValueError, UnicodeDecodeError) as error:
         emit(
             {
-                "t": "load",
+                "t": wire.LOAD,
                 "ok": False,
                 "mode": "failed",
                 "notices": [],
@@ -689,13 +693,13 @@ def main(argv: list[str]) -> int:
             }
         )
         for probe in plan["probes"]:
-            emit({"t": "probe_end", "probe": probe["id"], "status": "not_run", "reason": "load_failed"})
-        emit({"t": "end"})
+            emit({"t": wire.PROBE_END, "probe": probe["id"], "status": wire.NOT_RUN, "reason": wire.REASON_LOAD_FAILED})
+        emit({"t": wire.END})
         return 0
     supervisor = Supervisor(plan, source, emit)
     try:
         supervisor.run()
     finally:
         shutil.rmtree(supervisor.scratch, ignore_errors=True)
-    emit({"t": "end"})
+    emit({"t": wire.END})
     return 0

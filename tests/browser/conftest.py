@@ -35,7 +35,7 @@ from support import (
     PageVisit,
 )
 
-from grader.grading import grade_submission
+from grader.pipeline import grade_submission
 from grader.report.class_report import write_class_report
 from grader.report.html import write_feedback_html
 from grader.results import SubmissionResult

@@ -12,9 +12,9 @@ import pytest
 import yaml
 from markupsafe import escape
 
-from grader.diagnose import KillMatrix, kill_matrix
-from grader.grading import grade_submission
+from grader.judge.diagnose import KillMatrix, kill_matrix
 from grader.mutate import CATALOGUE, INFO
+from grader.pipeline import grade_submission
 from grader.plan import build_plan
 from grader.report.html import render_feedback_html
 from grader.results import SubmissionResult

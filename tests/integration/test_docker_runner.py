@@ -21,14 +21,14 @@ import pytest
 
 from grader.errors import GraderError, InfraError
 from grader.image import SANDBOX_DIR, docker_client, ensure_image
-from grader.runners.base import Limits, RawRun
+from grader.runners.base import ContainerLimits, RawRun
 from grader.runners.docker import DockerRunner, reap_leftovers
 
 pytestmark = pytest.mark.docker
 
 REPO = Path(__file__).resolve().parents[2]
 LABEL = "autograd-grader"
-LIMITS = Limits(wall_seconds=30.0, memory_mb=256, cpus=1.0, pids=32, stdout_bytes=256 * 1024, tmpfs_mb=16)
+LIMITS = ContainerLimits(wall_seconds=30.0, memory_mb=256, cpus=1.0, pids=32, stdout_bytes=256 * 1024, tmpfs_mb=16)
 PLAN = b'{"probes": [], "secret": "only root reads this"}'
 SOURCE = b"class Value:\n    pass\n"
 CAP_KILL, CAP_SETGID, CAP_SETUID = 5, 6, 7
@@ -71,7 +71,7 @@ def runner(client: docker.DockerClient, image: str, command: list[str] | None = 
     return DockerRunner(image=image, client=client, labels=SESSION, command=command)
 
 
-def probe(client: docker.DockerClient, image: str, script: str, limits: Limits = LIMITS) -> RawRun:
+def probe(client: docker.DockerClient, image: str, script: str, limits: ContainerLimits = LIMITS) -> RawRun:
     return runner(client, image, ["python3", "-I", "-B", "-c", script]).run(
         source=SOURCE, filename="autograd_lab.py", plan=PLAN, limits=limits
     )
@@ -181,7 +181,7 @@ def test_what_a_submission_sees_from_inside(client: docker.DockerClient, image: 
 
 
 def test_stdout_past_the_cap_stops_the_run(client: docker.DockerClient, image: str, clean: None) -> None:
-    limits = Limits(**{**LIMITS.__dict__, "stdout_bytes": 10_000})
+    limits = ContainerLimits(**{**LIMITS.__dict__, "stdout_bytes": 10_000})
     result = probe(client, image, "while True: print('x' * 999, flush=True)", limits)
     assert result.stdout_truncated and len(result.stdout) == 10_000
     assert result.exit_code is None and not result.timed_out
@@ -189,7 +189,7 @@ def test_stdout_past_the_cap_stops_the_run(client: docker.DockerClient, image: s
 
 
 def test_the_wall_deadline_kills(client: docker.DockerClient, image: str, clean: None) -> None:
-    limits = Limits(**{**LIMITS.__dict__, "wall_seconds": 2.0})
+    limits = ContainerLimits(**{**LIMITS.__dict__, "wall_seconds": 2.0})
     result = probe(client, image, "import time\nprint('started', flush=True)\ntime.sleep(120)", limits)
     assert result.timed_out and result.exit_code is None
     assert result.stdout == b"started\n"
@@ -197,7 +197,7 @@ def test_the_wall_deadline_kills(client: docker.DockerClient, image: str, clean:
 
 
 def test_memory_over_the_limit_is_an_oom_kill(client: docker.DockerClient, image: str, clean: None) -> None:
-    limits = Limits(**{**LIMITS.__dict__, "memory_mb": 64})
+    limits = ContainerLimits(**{**LIMITS.__dict__, "memory_mb": 64})
     result = probe(client, image, "hog = []\nwhile True: hog.append(bytearray(8 << 20))", limits)
     assert result.oom_killed and result.exit_code == 137 and not result.timed_out
 
@@ -220,7 +220,7 @@ def test_an_engine_refusal_is_an_infra_error_and_leaves_nothing(
     client: docker.DockerClient, image: str, clean: None
 ) -> None:
     # The engine refuses memory limits under 6 MB at create time, after the volume exists.
-    refused = Limits(**{**LIMITS.__dict__, "memory_mb": 1})
+    refused = ContainerLimits(**{**LIMITS.__dict__, "memory_mb": 1})
     with pytest.raises(InfraError, match="memory"):
         runner(client, image).run(source=SOURCE, filename="autograd_lab.py", plan=PLAN, limits=refused)
 
@@ -277,7 +277,10 @@ def test_no_container_or_volume_outlives_the_runs(client: docker.DockerClient, i
     probe(client, image, "print('once')")
     with pytest.raises(InfraError):
         runner(client, image).run(
-            source=SOURCE, filename="autograd_lab.py", plan=PLAN, limits=Limits(**{**LIMITS.__dict__, "memory_mb": 1})
+            source=SOURCE,
+            filename="autograd_lab.py",
+            plan=PLAN,
+            limits=ContainerLimits(**{**LIMITS.__dict__, "memory_mb": 1}),
         )
     assert leftovers(client) == ([], [])
     if shutil.which("docker"):  # the operator's view of the same thing

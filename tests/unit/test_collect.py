@@ -9,9 +9,11 @@ from pathlib import Path
 
 import pytest
 
-import grader.collect as collect_module
-from grader.collect import CollectError, Collection, Found, collect
+import grader.intake.choose as choose_module
+import grader.intake.collect as collect_module
+import grader.intake.tree as tree_module
 from grader.errors import GraderError
+from grader.intake.collect import CollectError, Collection, Found, collect
 
 ENGINE = b"class Value:\n    def __init__(self, data):\n        self.data = data\n"
 HELPER = b"def helper():\n    return 1\n"
@@ -337,20 +339,20 @@ def test_oversized_file_is_refused_without_reading_it_all(tmp_path: Path) -> Non
 def test_a_member_whose_header_understates_its_size_is_still_capped(tmp_path: Path) -> None:
     """The declared size is only a hint: the read itself stops at max_file_bytes + 1."""
     archive = make_zip(tmp_path / "z.zip", {"alice/autograd_lab.py": b"#" * 5000})
-    budget = collect_module._Budget(10_000)
-    rules = collect_module._Rules("autograd_lab.py", 1000, budget)
+    budget = tree_module.Budget(10_000)
+    rules = choose_module.Rules("autograd_lab.py", 1000, budget)
     with zipfile.ZipFile(archive) as zf:
-        (real,) = collect_module._zip_tree(zf, "z.zip").files
+        (real,) = tree_module.zip_tree(zf, "z.zip").files
         lying = dataclasses.replace(real, size=10)
-        pick = collect_module._choose([collect_module._Cand(lying, "autograd_lab.py", "autograd_lab.py")], rules)
-        source, problem = collect_module._load(pick, rules)
+        pick = choose_module._choose([choose_module.Cand(lying, "autograd_lab.py", "autograd_lab.py")], rules)
+        source, problem = choose_module.load(pick, rules)
     assert real.size == 5000
     assert source is None and "more than 1000 bytes" in problem
     assert budget.remaining == 10_000 - 1001
 
 
 def test_total_read_budget_turns_into_problems_not_a_crash(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(collect_module, "MAX_TOTAL_BYTES", 150)
+    monkeypatch.setattr(tree_module, "MAX_TOTAL_BYTES", 150)
     archive = make_zip(tmp_path / "z.zip", {f"s{i}/autograd_lab.py": b"#" * 100 for i in range(3)})
     result = collect(archive)
     graded = [f for f in result.submissions if f.source is not None]
@@ -417,7 +419,7 @@ def test_nested_zip_is_never_opened(tmp_path: Path) -> None:
 
 
 def test_too_many_members_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(collect_module, "MAX_MEMBERS", 3)
+    monkeypatch.setattr(tree_module, "MAX_MEMBERS", 3)
     archive = make_zip(tmp_path / "big.zip", {f"s{i}/autograd_lab.py": ENGINE for i in range(4)})
     with pytest.raises(CollectError, match="4 members"):
         collect(archive)

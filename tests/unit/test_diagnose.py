@@ -10,9 +10,9 @@ import types
 
 import pytest
 
-from grader.diagnose import diagnose, differing, kill_matrix, observe, reference_mutants
-from grader.expected import REFERENCE, compute_expected
-from grader.judge import judge
+from grader.judge.diagnose import diagnose, differing, kill_matrix, observe, reference_mutants
+from grader.judge.expected import REFERENCE, compute_expected
+from grader.judge.verdicts import judge
 from grader.mutate import CATALOGUE, INFO, mutate_source
 from grader.plan import Plan, build_plan
 from grader.results import Diagnosis

@@ -19,10 +19,10 @@ import requests.exceptions
 from docker.types import LogConfig, Mount, Ulimit
 
 from grader.errors import InfraError
-from grader.runners.base import Limits
+from grader.runners.base import ContainerLimits
 from grader.runners.docker import DockerRunner, owner_id, reap_leftovers
 
-LIMITS = Limits(wall_seconds=20.0, memory_mb=512, cpus=1.5, pids=64, stdout_bytes=1000, tmpfs_mb=16)
+LIMITS = ContainerLimits(wall_seconds=20.0, memory_mb=512, cpus=1.5, pids=64, stdout_bytes=1000, tmpfs_mb=16)
 IMAGE_ID = "sha256:" + "ab" * 32
 
 
@@ -181,7 +181,7 @@ def make_runner(client: FakeClient) -> DockerRunner:
     return DockerRunner(image="autograd-grader:0123456789ab", client=client)  # type: ignore[arg-type]
 
 
-def run(client: FakeClient, limits: Limits = LIMITS) -> Any:
+def run(client: FakeClient, limits: ContainerLimits = LIMITS) -> Any:
     return make_runner(client).run(
         source=b"class Value: pass\n", filename="autograd_lab.py", plan=b'{"probes": []}', limits=limits
     )
@@ -323,7 +323,7 @@ def test_stdout_past_the_cap_kills_and_truncates() -> None:
 def test_the_wall_deadline_kills_a_run_that_never_ends() -> None:
     client = FakeClient()
     client.setup = lambda c: setattr(c, "hang", True)
-    limits = Limits(wall_seconds=0.3, memory_mb=512, cpus=1.0, pids=64, stdout_bytes=1000, tmpfs_mb=16)
+    limits = ContainerLimits(wall_seconds=0.3, memory_mb=512, cpus=1.0, pids=64, stdout_bytes=1000, tmpfs_mb=16)
     result = run(client, limits)
     assert result.timed_out and result.exit_code is None
     assert "kill" in names(client.log)

@@ -11,8 +11,10 @@ from typing import Any
 import pytest
 from test_report import check, submission
 
-from grader.figures import build_figure, local_derivative, op_matches
-from grader.grading import grade_submission
+from grader.judge import figures
+from grader.judge.figures import local_derivative, op_matches
+from grader.judge.parse import observations
+from grader.pipeline import grade_submission
 from grader.program import central_differences, compile_steps, evaluate, expression
 from grader.report.graph_svg import NODE_W, layout
 from grader.report.html import render_feedback_html
@@ -22,6 +24,13 @@ from grader.results import GraphFigure, Outcome, Visibility
 from grader.results_io import result_from_json, result_to_json
 from grader.rubric import DEFAULT_RUBRIC, Tolerance, load_rubric
 from grader.runners.local import LocalRunner
+
+
+def build_figure(figure_id: str, title: str, program: Any, observed: Any, expected: Any, tolerance: Any) -> GraphFigure:
+    """The figure builder over typed observations, as the sandbox's parser would type these."""
+    typed, want = observations(observed), observations(expected)
+    assert typed is not None and want is not None
+    return figures.build_figure(figure_id, title, program, typed, want, tolerance)
 
 ROOT = Path(__file__).resolve().parents[2]
 TIGHT = Tolerance(abs=1e-9, rel=0.0)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.grading import grade_submission
+from grader.pipeline import grade_submission
 from grader.results import Outcome, Status, SubmissionResult
 from grader.rubric import DEFAULT_RUBRIC, Rubric, load_rubric
 from grader.runners.local import LocalRunner

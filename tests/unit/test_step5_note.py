@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from grader.step5_note import find_note
+from grader.judge.step5_note import find_note
 
 ENGINE = "import math\n\n\nclass Value:\n    pass\n"
 

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from grader.batch import ClassResult, content_sha, grade_class
-from grader.collect import Found
 from grader.errors import StoreError
+from grader.intake.collect import Found
 from grader.report.prairielearn import to_prairielearn
 from grader.results import Status, SubmissionResult
 from grader.results_io import evidence_from_json, evidence_to_json, result_from_json, result_to_json

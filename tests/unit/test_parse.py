@@ -1,4 +1,4 @@
-"""Parsing what the sandbox printed: only this run's nonce counts, every record is validated.
+"""Parsing what the sandbox printed into typed records: only this run's nonce counts, every record is validated.
 
 The judge tests at the bottom check that a value which survives parsing but is not a finite
 float (a bool, a NaN marker, an overflowed number) can never earn points.
@@ -11,10 +11,11 @@ from typing import Any
 
 import pytest
 
-from grader.expected import compute_expected
-from grader.judge import judge
+from grader.judge.expected import compute_expected
+from grader.judge.parse import MAX_LINE, MAX_TEXT, parse_output
+from grader.judge.records import ErrorInfo, OracleRun, SandboxReport, Unreadable
+from grader.judge.verdicts import judge
 from grader.plan import Plan, build_plan
-from grader.protocol import MAX_LINE, MAX_TEXT, HarnessReport, parse_output
 from grader.results import Outcome
 from grader.rubric import load_rubric
 
@@ -41,7 +42,7 @@ def obs(probe: str, observations: dict[str, Any], program: Any = 0, phase: str =
     return {"t": "obs", "probe": probe, "program": program, "phase": phase, "obs": observations}
 
 
-def parse(plan: Plan, *lines: bytes) -> HarnessReport:
+def parse(plan: Plan, *lines: bytes) -> SandboxReport:
     return parse_output(b"\n".join(lines) + b"\n", nonce=NONCE, plan=plan)
 
 
@@ -56,9 +57,9 @@ def test_a_valid_run_is_read(plan: Plan) -> None:
         line({"t": "probe_end", "probe": "part1", "status": "ok", "elapsed": 0.2}),
         line({"t": "end"}),
     )
-    assert report.load is not None and report.load["ok"] is True and report.load["class_name"] == "Value"
+    assert report.load is not None and report.load.ok is True and report.load.class_name == "Value"
     assert report.probes["part1"].final[0] == PART1_OBS
-    assert report.probes["part1"].end is not None and report.probes["part1"].end["status"] == "ok"
+    assert report.probes["part1"].end is not None and report.probes["part1"].end.status == "ok"
     assert report.complete and report.dropped == 0 and report.duplicates == 0
 
 
@@ -195,11 +196,12 @@ def test_duplicates_are_counted_and_the_first_is_kept(plan: Plan) -> None:
         line({"t": "mutant", "probe": "mutation", "mutant": "clean", "script": {"outcome": "failed"}}),
     )
     assert report.duplicates == 5 and report.dropped == 0
-    assert report.load is not None and report.load["class_name"] == "Value"
+    assert report.load is not None and report.load.class_name == "Value"
     assert report.probes["part1"].final[0]["L.data"] == 10.5
     assert report.probes["part1"].forward[0] == {"n1.data": 6.0}
-    assert report.probes["part1"].end is not None and report.probes["part1"].end["status"] == "ok"
-    assert report.probes["mutation"].mutants["clean"]["script"]["outcome"] == "passed"
+    assert report.probes["part1"].end is not None and report.probes["part1"].end.status == "ok"
+    clean = report.probes["mutation"].script("clean")
+    assert clean is not None and clean.outcome == "passed"
 
 
 def test_mutant_records_keep_only_planned_oracle_probes(plan: Plan) -> None:
@@ -213,8 +215,9 @@ def test_mutant_records_keep_only_planned_oracle_probes(plan: Plan) -> None:
     report = parse(plan, line(record))
     assert report.dropped == 0
     kept = report.probes["mutation"].mutants["acc_add"]
-    assert kept["oracle"] == {"status": "ok", "differs": ["part1"]}
-    assert (kept["script"]["outcome"], kept["script"]["line"], kept["script"]["lines"]) == ("failed", 12, [3, 4])
+    assert kept.oracle == OracleRun("ok", ("part1",))
+    assert kept.script is not None
+    assert (kept.script.outcome, kept.script.line, kept.script.lines) == ("failed", 12, (3, 4))
 
 
 def test_observations_fall_back_from_final_to_error_to_forward(plan: Plan) -> None:
@@ -236,7 +239,7 @@ def test_observations_fall_back_from_final_to_error_to_forward(plan: Plan) -> No
     )
     probe = report.probes["part1_random"]
     assert [probe.observations(i) for i in range(4)] == [{"n1.data": 1.0}, {"n1.data": 2.0}, {"n1.data": 3.0}, {}]
-    assert probe.errors[1]["error"] == {"type": "KeyError", "message": "", "line": 12}
+    assert probe.errors[1].error == ErrorInfo("KeyError", "", 12)
 
 
 def test_values_are_normalised(plan: Plan) -> None:
@@ -247,8 +250,8 @@ def test_values_are_normalised(plan: Plan) -> None:
     got = report.probes["part1"].final[0]
     assert got["a"] == 3.0 and type(got["a"]) is float  # ints become floats
     assert got["b"] is True  # a bool stays a bool, it is not 1.0
-    assert got["c"] == "op" and got["d"] == {"nonfinite": "nan"} and got["e"] == ["x", "y"]
-    assert got["f"] == {"nonfinite": "overflow"}
+    assert got["c"] == "op" and got["d"] == Unreadable("nonfinite", "nan") and got["e"] == ("x", "y")
+    assert got["f"] == Unreadable("nonfinite", "overflow")
 
 
 def test_load_fields_are_sanitised(plan: Plan) -> None:
@@ -261,10 +264,10 @@ def test_load_fields_are_sanitised(plan: Plan) -> None:
     }
     report = parse(plan, line(record))
     assert report.load is not None
-    assert report.load["ok"] is False  # only a JSON true counts
-    assert report.load["extra_args"] == ["label"]
-    assert report.load["notices"] == ["n" * MAX_TEXT]
-    assert report.load["error"]["line"] is None
+    assert report.load.ok is False  # only a JSON true counts
+    assert report.load.extra_args == ("label",)
+    assert report.load.notices == ("n" * MAX_TEXT,)
+    assert report.load.error is not None and report.load.error.line is None
 
 
 @pytest.mark.parametrize("field", ["extra_args", "notices", "stand_ins_used"])

@@ -16,9 +16,11 @@ from typing import Any
 
 from sandbox.harness.programs import SYMBOLS
 
-from .program import Program, formula, operand_text
-from .results import FigureEdge, FigureNode, GraphFigure
-from .rubric import Tolerance
+from ..program import Program, formula, operand_text
+from ..results import FigureEdge, FigureNode, GraphFigure
+from ..rubric import Tolerance
+from .records import Observations, Observed
+from .wording import show
 
 OP_SYNONYMS = {
     "+": {"+", "add", "plus"},
@@ -32,25 +34,12 @@ MAX_PATHS = 6  # 3**6 multiplicity patterns at most: cheap, and real nodes have 
 _SHARE_MATCH = 1e-6  # relative agreement of an observed gradient with a sum of shares
 
 
-def op_matches(want: Any, got: Any) -> bool:
+def op_matches(want: Observed | None, got: Observed | None) -> bool:
     """An engine's _op label names the expected operation (common spellings accepted)."""
     if not isinstance(got, str):
         return False
     synonyms = OP_SYNONYMS.get(str(want), {str(want)})
     return got.strip().lower() in synonyms or (want == "" and got.strip() == "")
-
-
-def show(value: Any) -> str:
-    """A number as the feedback prints it; anything else says what it was."""
-    if isinstance(value, float):
-        return f"{value:.10g}"
-    if isinstance(value, dict):
-        if "nonfinite" in value:
-            return {"nan": "NaN", "inf": "inf", "-inf": "-inf"}.get(value["nonfinite"], "overflow")
-        return f"not a float ({value.get('bad', '?')})"
-    if value is None:
-        return "(not observed)"
-    return str(value)
 
 
 def local_derivative(op: str, args: list[Any], slot: int, data: Mapping[str, float], out: float) -> float:
@@ -83,13 +72,13 @@ def _close(a: float, b: float) -> bool:
     return abs(a - b) <= 1e-9 + _SHARE_MATCH * max(abs(a), abs(b))
 
 
-def _floats(obs: Mapping[str, Any], suffix: str) -> dict[str, float]:
+def _floats(obs: Observations, suffix: str) -> dict[str, float]:
     return {k[: -len(suffix)]: v for k, v in obs.items() if k.endswith(suffix) and isinstance(v, float)}
 
 
 class _Builder:
     def __init__(
-        self, program: Program, observed: Mapping[str, Any], expected: Mapping[str, Any], tolerance: Tolerance
+        self, program: Program, observed: Observations, expected: Observations, tolerance: Tolerance
     ):
         self.program = program
         self.observed = observed
@@ -100,17 +89,17 @@ class _Builder:
         roots = [s[2] for s in program["steps"] if s[1] == "backward"]
         self.root = str(roots[0]) if roots else self.names[-1]
         schedule = observed.get("schedule")
-        self.order = [str(n) for n in schedule] if isinstance(schedule, list) else []
+        self.order = [str(n) for n in schedule] if isinstance(schedule, tuple) else []
         self.data = _floats(expected, ".data")
         self.grads = _floats(expected, ".grad")
 
     def ok(self, key: str) -> bool | None:
-        if key not in self.expected or not isinstance(self.expected[key], float):
+        want = self.expected.get(key)
+        if not isinstance(want, float):
             return None
         got = self.observed.get(key)
         if got is None:
             return None
-        want = self.expected[key]
         return isinstance(got, float) and math.isfinite(got) and self.tolerance.accepts(got, want)
 
     def edges(self) -> list[FigureEdge]:
@@ -243,7 +232,7 @@ class _Builder:
 
     def parents_note(self, name: str, args: list[Any]) -> str:
         got = self.observed.get(f"{name}.prev")
-        if not isinstance(got, list):
+        if not isinstance(got, tuple):
             return ""
         want = sorted({a for a in args if isinstance(a, str)})
         # Either the inputs themselves or what the reference holds (a - b built as a + (-b)) is right.
@@ -257,15 +246,15 @@ def build_figure(
     figure_id: str,
     title: str,
     program: Program,
-    observed: Mapping[str, Any],
-    expected: Mapping[str, Any],
+    observed: Observations,
+    expected: Observations,
     tolerance: Tolerance,
     problem: str = "",
 ) -> GraphFigure:
     """The figure of one program instance; `problem` says why observations are missing, if any."""
     build = _Builder(program, observed, expected, tolerance)
     schedule = observed.get("schedule")
-    order = tuple(str(n) for n in schedule) if isinstance(schedule, list) else ()
+    order = tuple(str(n) for n in schedule) if isinstance(schedule, tuple) else ()
     visits = {name: tuple(i + 1 for i, n in enumerate(order) if n == name) for name in build.names}
     made = {s[0]: (s[1], s[2:]) for s in build.steps}
     edges = build.edges()
@@ -287,19 +276,19 @@ def build_figure(
 
 
 def _structure_edges(
-    edges: list[FigureEdge], observed: Mapping[str, Any], wrong: list[str], names: list[str]
+    edges: list[FigureEdge], observed: Observations, wrong: list[str], names: list[str]
 ) -> list[FigureEdge]:
     """On nodes whose _prev is wrong: mark inputs missing from it, and add entries that are not inputs."""
     out = []
     for edge in edges:
         prev = observed.get(f"{edge.target}.prev")
-        if edge.target in wrong and isinstance(prev, list) and edge.source not in prev and edge.state == "ok":
+        if edge.target in wrong and isinstance(prev, tuple) and edge.source not in prev and edge.state == "ok":
             edge = FigureEdge(edge.source, edge.target, edge.slot, edge.contribution, "missing")
         out.append(edge)
     known = set(names)
     for target in wrong:
         prev = observed.get(f"{target}.prev")
-        if not isinstance(prev, list):
+        if not isinstance(prev, tuple):
             continue
         inputs = {e.source for e in edges if e.target == target}
         for source in sorted(set(prev) - inputs):

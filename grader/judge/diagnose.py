@@ -13,25 +13,28 @@ from __future__ import annotations
 import ast
 import contextlib
 import io
+import threading
 import types
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from sandbox.harness import programs as executors
+from sandbox.harness import wire
 
+from ..mutate import CATALOGUE, FAMILIES, INFO, mutate
+from ..plan import Plan, PlannedProbe
+from ..program import describe
+from ..results import CheckResult, Diagnosis, Visibility
+from ..rubric import Rubric
 from .expected import REFERENCE, Expected, compute_expected, observe
-from .judge import fmt, judge
-from .mutate import CATALOGUE, FAMILIES, INFO, mutate
-from .plan import Plan, PlannedProbe
-from .program import describe
-from .protocol import HarnessReport, ProbeReport
-from .results import CheckResult, Diagnosis
-from .rubric import Rubric
+from .records import Observed, SandboxReport
+from .verdicts import judge
+from .wording import NOT_OBSERVED, fmt
 
 Key = tuple[str, int, str]  # (probe id, program index, observed quantity)
-MISSING = "(not observed)"
+Differences = dict[Key, Observed]  # what a student (or a mutant) observes differently, by where
+MISSING = NOT_OBSERVED
 MATCH_SHARE = 0.9  # share of a fingerprint's observations that must also be wrong for the student
 MUTATION_SECTION = "bug_injection"
 
@@ -43,8 +46,8 @@ class MutantRun:
     operator: str
     family: str
     applicable: str  # "" when applied, else why not
-    report: HarnessReport | None
-    fingerprint: dict[Key, Any]  # observations that differ from the reference
+    report: SandboxReport | None
+    fingerprint: Differences  # observations that differ from the reference
     failing: tuple[str, ...]  # check ids the mutant fails (mutation section excluded)
     own_checks_fail: bool  # the reference's own checks (python autograd_lab.py) catch it
 
@@ -52,13 +55,13 @@ class MutantRun:
 # --- observing an engine on the host ----------------------------------------------------------------
 
 
-def differing(expected: Expected, plan: Plan, report: HarnessReport) -> dict[Key, Any]:
+def differing(expected: Expected, plan: Plan, report: SandboxReport) -> Differences:
     """Every observed number that differs from the reference's, with the observed value."""
-    out: dict[Key, Any] = {}
+    out: Differences = {}
     for probe in plan.probes:
-        if probe.kind != "program":
+        if probe.kind != wire.PROGRAM:
             continue
-        got_probe = report.probes.get(probe.id, ProbeReport())
+        got_probe = report.probe(probe.id)
         for index in range(len(probe.programs)):
             want = expected.program(probe.id, index)
             got = got_probe.observations(index)
@@ -95,13 +98,20 @@ def _own_checks_fail(tree: ast.Module, path: Path) -> bool:
 
 
 _CACHE: dict[tuple[str, int, tuple[str, ...], str], tuple[MutantRun, ...]] = {}
+# Batch workers judge in threads: the first computes the fingerprints, the others wait for them.
+_CACHE_LOCK = threading.Lock()
 
 
 def reference_mutants(rubric: Rubric, plan: Plan, *, reference: Path = REFERENCE) -> tuple[MutantRun, ...]:
     """Every catalogue mutant of the reference, observed and judged; cached per rubric and plan."""
     key = (rubric.sha256, plan.seed, tuple(c.id for c in plan.checks), str(reference))
-    if key in _CACHE:
+    with _CACHE_LOCK:
+        if key not in _CACHE:
+            _CACHE[key] = _observe_mutants(rubric, plan, reference)
         return _CACHE[key]
+
+
+def _observe_mutants(rubric: Rubric, plan: Plan, reference: Path) -> tuple[MutantRun, ...]:
     source = reference.read_text(encoding="utf-8")
     tree = ast.parse(source, filename=str(reference))
     expected = compute_expected(plan, class_name=rubric.class_name, reference=reference)
@@ -127,8 +137,7 @@ def reference_mutants(rubric: Rubric, plan: Plan, *, reference: Path = REFERENCE
                 _own_checks_fail(mutated, reference),
             )
         )
-    _CACHE[key] = tuple(runs)
-    return _CACHE[key]
+    return tuple(runs)
 
 
 # --- the kill matrix ------------------------------------------------------------------------------------
@@ -186,7 +195,7 @@ def kill_matrix(rubric: Rubric, plan: Plan, *, reference: Path = REFERENCE) -> K
 # --- matching a student ---------------------------------------------------------------------------------
 
 
-def _match(fingerprint: dict[Key, Any], remaining: dict[Key, Any]) -> tuple[bool, tuple[float, float], set[Key]]:
+def _match(fingerprint: Differences, remaining: Differences) -> tuple[bool, tuple[float, float], set[Key]]:
     """Does a mutant's fingerprint explain the student's remaining differences?
 
     The same observations must be wrong (nearly all of the fingerprint, and a good share of
@@ -212,7 +221,7 @@ def _match(fingerprint: dict[Key, Any], remaining: dict[Key, Any]) -> tuple[bool
 
 
 def diagnose(
-    rubric: Rubric, plan: Plan, expected: Expected, report: HarnessReport, checks: Iterable[CheckResult]
+    rubric: Rubric, plan: Plan, expected: Expected, report: SandboxReport, checks: Iterable[CheckResult]
 ) -> tuple[Diagnosis, ...]:
     """Name the misconception(s) behind a student's wrong observations, or list what differs."""
     student = differing(expected, plan, report)
@@ -260,10 +269,10 @@ def diagnose(
 
 
 def _visible_probes(plan: Plan) -> set[str]:
-    return {c.probe for c in plan.checks if c.visibility.value == "visible"}
+    return {c.probe for c in plan.checks if c.visibility is Visibility.VISIBLE}
 
 
-def _evidence(plan: Plan, keys: Iterable[Key], expected: Expected, student: dict[Key, Any]) -> str:
+def _evidence(plan: Plan, keys: Iterable[Key], expected: Expected, student: Differences) -> str:
     visible = _visible_probes(plan)
     shown = sorted((k for k in keys if k[0] in visible), key=lambda k: (len(plan.probe(k[0]).programs), k))
     if not shown:
@@ -275,7 +284,7 @@ def _evidence(plan: Plan, keys: Iterable[Key], expected: Expected, student: dict
     return f"{quantity} is {fmt(student[shown[0]])} (expected {fmt(want)}) for {built}"
 
 
-def _unmatched(plan: Plan, expected: Expected, student: dict[Key, Any], lead: str) -> Diagnosis:
+def _unmatched(plan: Plan, expected: Expected, student: Differences, lead: str) -> Diagnosis:
     visible = _visible_probes(plan)
     shown = sorted(k for k in student if k[0] in visible)
     lines = []

@@ -1,0 +1,180 @@
+"""Bug-injection comparers: the student's own checks against their engine and its mutants.
+
+``checks_pass`` is the validity gate, ``mutant_killed`` one named mutant (Step 5, the
+forced-fail guard), and ``score`` the catalogue's mutation score with the words that explain it.
+"""
+
+from __future__ import annotations
+
+from sandbox.harness import wire
+
+from ..mutate import BY_ID, CATALOGUE, FAMILIES, FORCED_FAIL, INFO
+from ..results import Comparison
+from .comparers import Context, Verdict, missing_reason
+from .records import OracleRun, ScriptRun
+
+# The grader's programs hanging or crashing on a mutant is a difference its checks would see.
+_ORACLE_FAILURES = (wire.TIMEOUT, wire.KILLED, wire.EXITED, wire.OUTPUT_LIMIT, wire.RECORD_LIMIT)
+
+
+def _failure_words(script: ScriptRun) -> str:
+    where = f" at line {script.line}" if script.line else ""
+    return f"{script.exception or 'failed'}{where}" + (f": {script.message}" if script.message else "")
+
+
+def _unreported(ctx: Context) -> Verdict:
+    clean = ctx.report.script(wire.CLEAN)
+    if clean is not None and clean.outcome != wire.PASSED:
+        return Verdict(False, problem="not run: your own checks must pass on your engine first", kind="not_run")
+    reason = missing_reason(ctx, 0)
+    if reason.kind == "error" and ctx.report.end and ctx.report.end.status == wire.OK:
+        reason = Verdict(False, problem="not run: the grading time budget ran out", kind="not_run")
+    return reason
+
+
+def checks_pass(ctx: Context, index: int) -> Verdict:
+    script = ctx.report.script(wire.CLEAN)
+    if script is None:
+        return missing_reason(ctx, 0)
+    outcome = script.outcome
+    same = ctx.report.script(wire.EQUIVALENT)
+    if outcome == wire.PASSED and same is not None and same.outcome not in (wire.PASSED, wire.NOT_APPLICABLE):
+        got = _failure_words(same) if same.outcome == wire.FAILED else same.message or same.outcome
+        return Verdict(
+            False,
+            [Comparison("python autograd_lab.py on a behaviour-identical copy", "runs clean", f"failed: {got}", False)],
+            problem="Your checks pass on your file but fail on a copy that computes exactly the same things (one "
+            "harmless assignment added at the start of each method): they check the code's text, not what it "
+            "computes, so they cannot earn bug-injection credit.",
+        )
+    if outcome == wire.PASSED:
+        return Verdict(True, [Comparison("python autograd_lab.py", "runs clean", "runs clean", True)])
+    if outcome == wire.TIMEOUT:
+        return Verdict(False, problem="your checks did not finish within the time limit", kind="timeout")
+    if outcome == wire.NOT_RUN:
+        return Verdict(
+            False, problem="not run: the grading time budget ran out before your own checks could run", kind="not_run"
+        )
+    got = _failure_words(script) if outcome == wire.FAILED else script.message or outcome
+    return Verdict(
+        False,
+        [Comparison("python autograd_lab.py", "runs clean", f"failed: {got}", False)],
+        problem="Your checks fail on your own engine, so no bug they report can be trusted: "
+        "the bug-injection credit needs them to pass first.",
+    )
+
+
+def mutant_killed(ctx: Context, index: int) -> Verdict:
+    name = ctx.check.mutant or ""
+    script = ctx.report.script(name)
+    if script is None:
+        return _unreported(ctx)
+    summary = BY_ID[name].summary
+    lines = ", ".join(str(n) for n in script.lines)
+    # The forced-fail mutant edits every method; listing them all says nothing.
+    edited = f" (line(s) {lines})" if lines and name != FORCED_FAIL else ""
+    quantity = "python autograd_lab.py with the bug in place"
+    outcome = script.outcome
+    if outcome == wire.NOT_APPLICABLE:
+        return Verdict(False, problem=f"The edit ({summary}) could not be applied: {script.reason}.", kind="not_run")
+    if outcome in (wire.FAILED, wire.CRASHED):
+        got = _failure_words(script) if outcome == wire.FAILED else script.message
+        return Verdict(True, [Comparison(quantity, "fails", f"failed ({got})", True)], problem=f"{summary}{edited}")
+    if outcome == wire.TIMEOUT:
+        return Verdict(
+            False,
+            [Comparison(quantity, "fails", "did not finish", False)],
+            problem=f"With {summary}{edited}, your checks ran past {script.limit:g} s: "
+            "a timeout is not counted as catching the bug.",
+            kind="timeout",
+        )
+    if outcome == wire.NOT_RUN:
+        return Verdict(False, problem="not run: the grading time budget ran out", kind="not_run")
+    if name == FORCED_FAIL:
+        problem = (
+            "Even with every method of your class raising an error, `python autograd_lab.py` passes: "
+            "your checks never exercise this engine, so they cannot catch any bug in it."
+        )
+    else:
+        problem = f"With {summary}{edited}, `python autograd_lab.py` still passes."
+    return Verdict(False, [Comparison(quantity, "fails", "passed", False)], problem=problem)
+
+
+def _detectable(oracle: OracleRun | None) -> bool:
+    return oracle is not None and (bool(oracle.differs) or oracle.status in _ORACLE_FAILURES)
+
+
+def score(ctx: Context) -> tuple[list[Verdict], list[str]]:
+    """Verdicts (one per counted mutant) and the lines explaining the score."""
+    mutants = ctx.report.mutants
+    clean = ctx.report.script(wire.CLEAN)
+    if not mutants or clean is None or clean.outcome != wire.PASSED:
+        return [_unreported(ctx)], []
+    killed: list[str] = []
+    survived: list[str] = []
+    timeouts: list[str] = []
+    equivalent: list[str] = []
+    absent: list[str] = []
+    skipped: list[str] = []  # the grading time budget ran out before these ran
+    for op in CATALOGUE:
+        record = mutants.get(op.id)
+        if record is None or record.script is None:
+            continue
+        outcome = record.script.outcome
+        if outcome == wire.NOT_APPLICABLE:
+            absent.append(op.id)
+        elif outcome == wire.NOT_RUN:
+            skipped.append(op.id)
+        elif not _detectable(record.oracle):
+            equivalent.append(op.id)  # the grader cannot tell it apart either: not counted
+        elif outcome == wire.TIMEOUT:
+            timeouts.append(op.id)
+        elif outcome in (wire.FAILED, wire.CRASHED):
+            killed.append(op.id)
+        else:
+            survived.append(op.id)
+    counted = killed + survived
+    if not counted:
+        why = "none of the catalogue's bugs changed what the grader observes of your engine"
+        if skipped:
+            why = "the grading time budget ran out before the injected bugs could be tried"
+        elif timeouts:
+            why = "every injected bug the grader detects made your checks run past the time limit"
+        return [Verdict(False, problem=f"No mutation score: {why}.", kind="not_run")], []
+    verdicts = [Verdict(True) for _ in killed] + [Verdict(False) for _ in survived]
+    return verdicts, _score_notes(killed, survived, timeouts, equivalent, skipped, absent)
+
+
+def _score_notes(
+    killed: list[str],
+    survived: list[str],
+    timeouts: list[str],
+    equivalent: list[str],
+    skipped: list[str],
+    absent: list[str],
+) -> list[str]:
+    counted = len(killed) + len(survived)
+    notes = [f"Your checks caught {len(killed)} of the {counted} injected bugs that the grader's checks detect."]
+    families: dict[str, list[str]] = {}
+    for op_id in survived:
+        families.setdefault(BY_ID[op_id].family, []).append(op_id)
+    for family, ids in families.items():
+        names = "; ".join(BY_ID[i].summary for i in ids)
+        notes.append(
+            f"Not caught ({family}, {FAMILIES[family]}): {names}. A check that would: {INFO[ids[0]].example_check}"
+        )
+    if timeouts:
+        notes.append(
+            f"{len(timeouts)} bug(s) made your checks run past the time limit; a timeout is not a catch and they "
+            "were not counted: " + "; ".join(BY_ID[i].summary for i in timeouts) + "."
+        )
+    if equivalent:
+        notes.append(
+            f"{len(equivalent)} edit(s) did not change your engine's behaviour on the grader's checks "
+            "and were not counted."
+        )
+    if skipped:
+        notes.append(f"{len(skipped)} bug(s) were not tried: the grading time budget ran out (slow checks?).")
+    if absent:
+        notes.append(f"{len(absent)} edit(s) had no target in your code (written differently) and were not counted.")
+    return notes

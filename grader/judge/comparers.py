@@ -1,0 +1,192 @@
+"""The comparers: one small function per ``compare`` kind, each with one signature.
+
+A comparer takes the context of one check and a program index and returns a ``Verdict``
+for that instance; turning verdicts into points and words happens in ``verdicts``.
+The bug-injection comparers live in ``bug_injection``.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from sandbox.harness import wire
+
+from ..plan import PlannedProbe
+from ..program import consumers
+from ..results import Comparison
+from ..rubric import Check, Tolerance
+from .expected import Expected, math_expected
+from .figures import op_matches
+from .records import LoadRecord, Observations, Observed, ProbeRecords
+from .wording import NOT_OBSERVED, fmt
+
+# Why an instance did not pass; "failed" is a wrong value, the rest say it never produced one.
+VerdictKind = Literal["failed", "error", "timeout", "not_run"]
+
+
+@dataclass
+class Verdict:
+    ok: bool
+    comparisons: list[Comparison] = field(default_factory=list)
+    problem: str = ""  # why it failed, in words, when there is more to say than the numbers
+    kind: VerdictKind = "failed"
+
+
+@dataclass(frozen=True)
+class Context:
+    """One check, its probe as planned, what the probe reported, and what is expected."""
+
+    check: Check
+    probe: PlannedProbe
+    report: ProbeRecords
+    expected: Expected
+    tolerance: Tolerance
+    load: LoadRecord | None
+    class_name: str
+
+
+Comparer = Callable[[Context, int], Verdict]
+
+_NOT_RUN_REASONS = {
+    wire.REASON_DEADLINE: "the grading time budget ran out",
+    wire.REASON_REPEATED_TIMEOUTS: f"{wire.STALLED_PROBES} probes in a row hit the time limit, "
+    "so the rest were skipped",
+    wire.REASON_NO_PROCESS: "your code's processes used up the sandbox's process limit (a fork bomb?)",
+}
+
+
+def number_ok(observed: Observed | None, expected: float, tolerance: Tolerance) -> bool:
+    return (
+        isinstance(observed, float)
+        and not isinstance(observed, bool)
+        and math.isfinite(observed)
+        and math.isfinite(expected)
+        and tolerance.accepts(observed, expected)
+    )
+
+
+def selected(key: str, patterns: Sequence[str]) -> bool:
+    return not patterns or any(fnmatch.fnmatchcase(key, p) for p in patterns)
+
+
+def missing_reason(ctx: Context, index: int) -> Verdict:
+    """Why a program produced no final observations: an error, a timeout, or nothing at all."""
+    error = ctx.report.errors.get(index)
+    if error:
+        info = error.error
+        kind = info.type if info else "An error"
+        where = f" (line {info.line})" if info and info.line else ""
+        message = info.message if info else ""
+        return Verdict(False, problem=f"{kind} while running `{error.stage}`{where}: {message}", kind="error")
+    end = ctx.report.end
+    status = end.status if end else None
+    if status in (wire.TIMEOUT, wire.DEADLINE):
+        phase = "backward()" if index in ctx.report.forward else "building the graph"
+        return Verdict(False, problem=f"did not finish: stopped after the time limit during {phase}", kind="timeout")
+    if status == wire.NOT_RUN:
+        reason = _NOT_RUN_REASONS.get(end.reason if end else "", "the file could not be loaded")
+        return Verdict(False, problem="not run: " + reason, kind="not_run")
+    if end and status in (wire.KILLED, wire.EXITED):
+        how = end.signal or f"exit status {end.exit_code}"
+        return Verdict(False, problem=f"the process running your code died ({how})", kind="error")
+    if status == wire.OUTPUT_LIMIT:
+        return Verdict(False, problem="stopped: your code printed far too much output", kind="error")
+    if status == wire.OK:
+        return Verdict(
+            False,
+            problem="your code ended the process (exit status 0: sys.exit or os._exit) before this result was reported",
+            kind="error",
+        )
+    return Verdict(False, problem="no result was reported for this instance", kind="error")
+
+
+def values(ctx: Context, index: int) -> Verdict:
+    program = ctx.probe.programs[index]
+    expected: Observations = (
+        math_expected(program) if ctx.check.expect_from == "math" else ctx.expected.program(ctx.probe.id, index)
+    )
+    observed = ctx.report.observations(index)
+    verdict = Verdict(True)
+    for key, want in expected.items():
+        if not selected(key, ctx.check.observe) or not isinstance(want, float) or isinstance(want, bool):
+            continue
+        got = observed.get(key)
+        ok = number_ok(got, want, ctx.tolerance)
+        verdict.comparisons.append(Comparison(key, fmt(want), fmt(got), ok))
+        verdict.ok &= ok
+    if any(c.observed == NOT_OBSERVED for c in verdict.comparisons):
+        reason = missing_reason(ctx, index)
+        verdict.problem, verdict.kind = reason.problem, reason.kind
+    return verdict
+
+
+def graph(ctx: Context, index: int) -> Verdict:
+    expected = ctx.expected.program(ctx.probe.id, index)
+    observed = ctx.report.observations(index)
+    verdict = Verdict(True)
+    for key in [k for k in expected if selected(k, ctx.check.observe)]:
+        want, got = expected[key], observed.get(key)
+        ok = op_matches(want, got) if key.endswith(".op") else got == want
+        verdict.comparisons.append(Comparison(key, fmt(want), fmt(got), ok))
+        verdict.ok &= ok
+    if not observed:
+        reason = missing_reason(ctx, index)
+        verdict.problem, verdict.kind = reason.problem, reason.kind
+    return verdict
+
+
+def schedule(ctx: Context, index: int) -> Verdict:
+    program = ctx.probe.programs[index]
+    observed = ctx.report.observations(index).get("schedule")
+    if not isinstance(observed, tuple):
+        if not ctx.report.final.get(index):
+            return missing_reason(ctx, index)
+        return Verdict(False, problem="the order of _backward calls could not be observed")
+    verdict = Verdict(True)
+    feeds = consumers(program)
+    leaves = set(program["leaves"])
+    for node, users in feeds.items():
+        calls = [i for i, name in enumerate(observed) if name == node]
+        if node in leaves:
+            ok, want = len(calls) <= 1, "at most once"
+        else:
+            ok = len(calls) == 1 and all(u in observed and observed.index(u) < calls[0] for u in users)
+            want = "once" + (f", after {', '.join(sorted(users))}" if users else "")
+        got = f"{len(calls)} call(s)" + (f", position {calls[0] + 1} of {len(observed)}" if calls else "")
+        verdict.comparisons.append(Comparison(f"{node}._backward", want, got, ok))
+        verdict.ok &= ok
+    if verdict.ok is False:
+        verdict.problem = "backward() order: " + " → ".join(observed)
+    return verdict
+
+
+def api(ctx: Context, index: int) -> Verdict:
+    expected = ctx.expected.program(ctx.probe.id, 0)
+    observed = ctx.report.observations(0)
+    if not observed:
+        return missing_reason(ctx, 0)
+    verdict = Verdict(True)
+    for key in [k for k in expected if selected(k, ctx.check.observe)]:
+        want, got = expected[key], observed.get(key)
+        if isinstance(want, float) and not isinstance(want, bool):
+            ok = number_ok(got, want, ctx.tolerance)
+        else:
+            ok = got == want
+        verdict.comparisons.append(Comparison(key, fmt(want), fmt(got), ok))
+        verdict.ok &= ok
+    return verdict
+
+
+def engine(ctx: Context, index: int) -> Verdict:
+    name = ctx.load.class_name if ctx.load else ""
+    extra = ctx.load.extra_args if ctx.load else ()
+    want = ctx.class_name
+    rows = [
+        Comparison("class name", repr(want), repr(name), name == want),
+        Comparison("Value(x) with one argument", "works", "needs " + ", ".join(extra) if extra else "works", not extra),
+    ]
+    return Verdict(all(r.ok for r in rows), rows)

@@ -1,0 +1,88 @@
+"""How a run ended, from the raw run and its records: the submission's status, and its load.
+
+Every condition the run met is collected and the ``Status`` enum's precedence resolves them
+(the worst wins). A harness that stopped without its end marker and without any condition
+the submission caused is the grader's failure (``INFRA_ERROR``), never the student's.
+"""
+
+from __future__ import annotations
+
+from sandbox.harness import wire
+
+from ..results import CheckResult, LoadReport, Outcome, Status
+from ..rubric import Rubric
+from ..runners.base import RawRun
+from .records import SandboxReport, ScriptRun
+
+OOM_DETAIL = "the submission ran out of memory; results up to that point are kept"
+FLOOD_DETAIL = "the submission printed more output than allowed and was stopped"
+
+
+def _clean_script(report: SandboxReport) -> ScriptRun | None:
+    return next((p.script(wire.CLEAN) for p in report.probes.values() if wire.CLEAN in p.mutants), None)
+
+
+def run_status(raw: RawRun, report: SandboxReport, checks: list[CheckResult]) -> tuple[Status, str]:
+    """Every condition the run met, resolved by the Status enum's precedence (the worst wins)."""
+    ends = [p.end for p in report.probes.values() if p.end]
+    errors = [e.error.type if e.error else None for p in report.probes.values() for e in p.errors.values()]
+    found: list[tuple[Status, str]] = []
+    clean = _clean_script(report)
+    clean_exception = clean.exception if clean else None
+    load = report.load
+    if raw.oom_killed or "MemoryError" in errors or (load and load.memory_error) or clean_exception == "MemoryError":
+        found.append((Status.OOM, OOM_DETAIL))
+    flooded = (load and load.output_limit) or clean_exception == "OutputLimit"
+    if raw.stdout_truncated or flooded or any(e.status == wire.OUTPUT_LIMIT for e in ends):
+        found.append((Status.OUTPUT_LIMIT, FLOOD_DETAIL))
+    if load and load.timed_out:
+        found.append(
+            (Status.TIMEOUT, "importing the file did not finish within its time limit; its definitions were graded")
+        )
+    if clean and clean.outcome == wire.TIMEOUT:
+        found.append((Status.TIMEOUT, "python autograd_lab.py (your own checks) did not finish within its time limit"))
+    timed = (e.status in (wire.TIMEOUT, wire.DEADLINE) or e.signal == "SIGXCPU" for e in ends)
+    if raw.timed_out or any(timed):
+        timed_out = [c.title for c in checks if c.outcome is Outcome.TIMEOUT]
+        where = f" (first in: {timed_out[0]})" if timed_out else ""
+        found.append(
+            (Status.TIMEOUT, f"part of the submission hit its time limit{where}; results that finished are kept")
+        )
+    if not report.complete and not found:
+        tail = raw.stderr_tail.decode("utf-8", "replace").strip().splitlines()[-1:] or [f"exit code {raw.exit_code}"]
+        found.append((Status.INFRA_ERROR, f"the grading harness stopped before finishing ({tail[0][:200]})"))
+    return max(found, key=lambda item: item[0].rank, default=(Status.GRADED, "graded"))
+
+
+def load_report(report: SandboxReport, rubric: Rubric) -> LoadReport:
+    """What the feedback says about loading the file: how, as which class, and any notices."""
+    load = report.load
+    notices = list(load.notices) if load else []
+    for name in load.stand_ins_used if load else ():
+        notices.append(f"'{name}' is not installed in the grader; an inert stand-in was used (drawing does nothing).")
+    if load and load.extra_args:
+        notices.append(
+            f"{load.class_name}(...) requires extra argument(s) {', '.join(load.extra_args)}; "
+            "placeholders were passed so the engine could still be graded."
+        )
+    if any(p.end and p.end.lingering for p in report.probes.values()):
+        notices.append(
+            "A process your code started (a background or daemon process) kept running after your code finished; "
+            "it was stopped each time. Do not leave processes running in autograd_lab.py."
+        )
+    message = ""
+    if load is None:
+        message = "the sandbox reported nothing about loading the file"
+    elif not load.ok:
+        error = load.error
+        text = error.message if error else "the file could not be loaded"
+        line = f" (line {error.line})" if error and error.line and f"line {error.line}" not in text else ""
+        kind = "" if error and error.type == "LoadError" else f"{error.type if error else 'Error'}: "
+        message = f"{kind}{text}{line}"
+    return LoadReport(
+        ok=bool(load and load.ok),
+        mode=(load.mode if load else "") or "failed",
+        class_name=load.class_name if load else "",
+        notices=tuple(notices),
+        error=message,
+    )

@@ -1,0 +1,184 @@
+"""Verdicts to results: the one place where instance verdicts become points, outcome and words.
+
+``judge`` runs each planned check's comparer over its instances, applies ``requires`` and
+vouching, and turns the verdicts into a ``CheckResult`` (points, outcome, wording, and what a
+hidden check may reveal) in ``_result``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ..plan import Plan, PlannedProbe
+from ..program import describe
+from ..results import CheckResult, Comparison, FdRow, Outcome, Visibility
+from ..rubric import Check, Compare, Rubric
+from . import bug_injection, comparers
+from .comparers import Comparer, Context, Verdict, VerdictKind
+from .expected import Expected
+from .illustrations import FIGURE_COMPARES, fd_rows
+from .records import SandboxReport
+
+COMPARERS: dict[Compare, Comparer] = {
+    "values": comparers.values,
+    "graph": comparers.graph,
+    "schedule": comparers.schedule,
+    "api": comparers.api,
+    "engine": comparers.engine,
+    "checks_pass": bug_injection.checks_pass,
+    "mutant_killed": bug_injection.mutant_killed,
+}
+# Compares that judge the submission once, not once per program instance.
+SINGLE: tuple[Compare, ...] = ("api", "engine", "checks_pass", "mutant_killed", "mutation_score")
+
+
+def judge(rubric: Rubric, plan: Plan, expected: Expected, report: SandboxReport) -> list[CheckResult]:
+    results: dict[str, CheckResult] = {}
+    for check in plan.checks:
+        probe = plan.probe(check.probe)
+        ctx = Context(
+            check,
+            probe,
+            report.probe(probe.id),
+            expected,
+            rubric.tolerances[check.tolerance],
+            report.load,
+            rubric.class_name,
+        )
+        blocked = [r for r in check.requires if r in results and not results[r].passed]
+        notes: list[str] = []
+        if not report.loaded:
+            verdicts = [Verdict(False, problem="not run: the file could not be loaded", kind="not_run")]
+        elif blocked:
+            verdicts = [
+                Verdict(False, problem=f"no credit until '{rubric.check(blocked[0]).title}' passes", kind="not_run")
+            ]
+        elif check.compare == "mutation_score":
+            verdicts, notes = bug_injection.score(ctx)
+        else:
+            count = 1 if check.compare in SINGLE else len(probe.programs)
+            verdicts = [COMPARERS[check.compare](ctx, i) for i in range(count)]
+        results[check.id] = _result(check, probe, verdicts, ctx, notes)
+        if check.vouched_by and report.loaded and not blocked:
+            twin_check = next((c for c in plan.checks if c.id == check.vouched_by), None)
+            twin = None
+            if twin_check is not None:
+                twin_probe = plan.probe(twin_check.probe)
+                twin = replace(ctx, probe=twin_probe, report=report.probe(twin_probe.id))
+            results[check.id] = _vouched(check, results[check.id], twin)
+    return [results[c.id] for c in plan.checks]
+
+
+def _vouched(check: Check, result: CheckResult, twin: Context | None) -> CheckResult:
+    """A check on the handout's printed numbers keeps its points only if the same comparison,
+    on its hidden twin's random inputs, comes out right at least once: knowing (or forging)
+    the printed answers is not computing them. Without the twin in the plan (self-check mode)
+    the check stands."""
+    if twin is None or not result.points:
+        return result
+    if twin.report.end is None or twin.report.end.status == "not_run":
+        return result  # the twin was never attempted (time budget): nothing to vouch with either way
+    if any(COMPARERS[check.compare](twin, i).ok for i in range(len(twin.probe.programs))):
+        return result
+    return replace(
+        result,
+        points=0.0,
+        outcome=Outcome.FAILED,
+        message=f"{result.message} No credit: the same quantities on hidden random inputs never came out right, "
+        "so these printed values were not computed by the engine.",
+        hint="Make the engine compute every value: checks on the handout's numbers count only when the same "
+        "graph on other inputs works too.",
+    )
+
+
+# When no instance passed, the most telling cause names the outcome.
+_CAUSES: tuple[tuple[VerdictKind, Outcome], ...] = (
+    ("timeout", Outcome.TIMEOUT),
+    ("error", Outcome.ERROR),
+    ("not_run", Outcome.NOT_RUN),
+)
+
+
+def _result(check: Check, probe: PlannedProbe, verdicts: list[Verdict], ctx: Context, notes: list[str]) -> CheckResult:
+    passed = sum(v.ok for v in verdicts)
+    total = len(verdicts)
+    if passed == total:
+        outcome, points = Outcome.PASSED, check.points
+    elif passed:
+        outcome, points = Outcome.PARTIAL, round(check.points * passed / total, 2)
+    else:
+        kinds = {v.kind for v in verdicts}
+        outcome = next((o for k, o in _CAUSES if k in kinds), Outcome.FAILED)
+        points = 0.0
+    visible = check.visibility is Visibility.VISIBLE
+    first_bad = next((v for v in verdicts if not v.ok), None)
+    built = ""
+    figure = ""
+    rows: tuple[FdRow, ...] = ()
+    if visible and probe.programs:
+        bad_index = min(verdicts.index(first_bad) if first_bad in verdicts else 0, len(probe.programs) - 1)
+        built = describe(probe.programs[bad_index])
+        drawn = check.compare in FIGURE_COMPARES and verdicts and verdicts[0].kind != "not_run"
+        if drawn and (first_bad is not None or "graph" in probe.programs[bad_index].get("record", ())):
+            figure = f"{probe.id}#{bad_index}"
+        if check.expect_from == "math":
+            rows = fd_rows(ctx)
+    message = notes[0] if notes else _message(verdicts, first_bad, visible)
+    comparisons: tuple[Comparison, ...] = ()
+    if visible and first_bad is not None:
+        comparisons = tuple(first_bad.comparisons)
+    elif visible and verdicts:
+        comparisons = tuple(verdicts[0].comparisons)
+    output = ""
+    if visible and check.compare == "checks_pass":
+        clean = ctx.report.script("clean")
+        output = clean.output if clean else ""
+    elif visible and ctx.report.end:
+        output = ctx.report.end.output
+    return CheckResult(
+        check_id=check.id,
+        title=check.title,
+        section=check.section,
+        visibility=check.visibility,
+        points=points,
+        max_points=check.points,
+        outcome=outcome,
+        built=built,
+        message=message,
+        hint="" if outcome is Outcome.PASSED else check.hint,
+        comparisons=comparisons,
+        output=output,
+        instances_passed=passed,
+        instances_total=total,
+        notes=tuple(notes[1:]),
+        figure=figure,
+        fd_rows=rows,
+        finite_difference=check.expect_from == "math",
+    )
+
+
+_HIDDEN_WORDS: dict[VerdictKind, str] = {
+    "failed": "wrong values",
+    "error": "your code raised an error",
+    "timeout": "time limit reached",
+    "not_run": "not run",
+}
+
+
+def _message(verdicts: list[Verdict], first_bad: Verdict | None, visible: bool) -> str:
+    total = len(verdicts)
+    if first_bad is None:
+        return "Passed." if total == 1 else f"Passed all {total} instances."
+    failed = total - sum(v.ok for v in verdicts)
+    if not visible:
+        # Hidden checks say what kind of failure happened, never the inputs or values.
+        kinds = sorted({v.kind for v in verdicts if not v.ok})
+        return f"Failed {failed} of {total} hidden instance(s): " + "; ".join(_HIDDEN_WORDS[k] for k in kinds) + "."
+    prefix = "" if total == 1 else f"Failed {failed} of {total} instances. "
+    if first_bad.problem and not any(not c.ok and c.observed != "(not observed)" for c in first_bad.comparisons):
+        return prefix + first_bad.problem
+    wrong = [c for c in first_bad.comparisons if not c.ok]
+    shown = "; ".join(f"{c.quantity}: expected {c.expected}, observed {c.observed}" for c in wrong[:3])
+    more = f" (and {len(wrong) - 3} more)" if len(wrong) > 3 else ""
+    extra = f" {first_bad.problem}" if first_bad.problem else ""
+    return prefix + shown + more + "." + extra

@@ -1,0 +1,88 @@
+"""The words both sides of the sandbox boundary use: record kinds, end statuses, outcomes.
+
+Standard library only. The in-sandbox harness writes these words and the host's parser
+(``grader.judge.records``) accepts only these words, so each is spelled once, here. Nothing
+in this module is trusted as a fact about a run: it is a vocabulary, not a validator.
+"""
+
+from __future__ import annotations
+
+from typing import Final, Literal, get_args
+
+# Every line the host reads starts with this and the run's nonce.
+PREFIX: Final = "@@AG:"
+
+# Student code runs as this uid:gid inside the sandbox (the image gives it a passwd entry).
+STUDENT_UID: Final = 10002
+
+# Program probes timing out in a row before the rest are skipped.
+STALLED_PROBES: Final = 3
+
+# --- record kinds (the "t" field) ----------------------------------------------------------------
+# Sent by the harness to the host.
+LOAD: Final = "load"
+OBS: Final = "obs"
+ERR: Final = "err"
+MUTANT: Final = "mutant"
+PROBE_END: Final = "probe_end"
+END: Final = "end"
+RecordKind = Literal["load", "obs", "err", "mutant", "probe_end", "end"]
+# Sent by a probe's child to the harness only (summarised before anything reaches the host).
+SCRIPT: Final = "script"
+SCRIPT_START: Final = "script_start"
+ORACLE: Final = "oracle"
+
+# --- probe kinds, as the plan names them -----------------------------------------------------------
+API: Final = "api"
+PROGRAM: Final = "program"
+MUTATION: Final = "mutation"
+ProbeKind = Literal["api", "program", "mutation"]
+
+# --- observation phases ------------------------------------------------------------------------------
+FORWARD: Final = "forward"
+FINAL: Final = "final"
+Phase = Literal["forward", "final"]
+
+# --- how a probe's child ended (probe_end "status") ------------------------------------------------
+OK: Final = "ok"
+EXITED: Final = "exited"
+KILLED: Final = "killed"
+TIMEOUT: Final = "timeout"
+DEADLINE: Final = "deadline"  # the whole run's time budget ran out
+OUTPUT_LIMIT: Final = "output_limit"
+RECORD_LIMIT: Final = "record_limit"
+NOT_RUN: Final = "not_run"
+EndStatus = Literal["ok", "exited", "killed", "timeout", "deadline", "output_limit", "record_limit", "not_run"]
+END_STATUSES: Final = frozenset(get_args(EndStatus))
+
+# Why a probe did not run (probe_end "reason" with status not_run; "gate" ends a mutation probe early).
+REASON_DEADLINE: Final = "deadline"
+REASON_REPEATED_TIMEOUTS: Final = "repeated_timeouts"
+REASON_NO_PROCESS: Final = "no_process"
+REASON_LOAD_FAILED: Final = "load_failed"
+REASON_UNKNOWN_KIND: Final = "unknown_kind"
+REASON_GATE: Final = "gate"
+
+# --- one run of the student's own checks (mutant "script" outcome) --------------------------------
+PASSED: Final = "passed"
+FAILED: Final = "failed"
+CRASHED: Final = "crashed"
+NOT_APPLICABLE: Final = "not_applicable"
+ScriptOutcome = Literal["passed", "failed", "crashed", "timeout", "not_applicable", "not_run"]
+SCRIPT_OUTCOMES: Final = frozenset(get_args(ScriptOutcome))
+
+# Mutant names that are not catalogue operators: the unmodified file, and the validity gate's copy.
+CLEAN: Final = "clean"
+EQUIVALENT: Final = "equivalent"
+
+# --- the grader's own programs on a mutant (mutant "oracle" status) --------------------------------
+NO_BASELINE: Final = "no_baseline"
+ERROR: Final = "error"
+OracleStatus = Literal[
+    "ok", "timeout", "deadline", "killed", "exited", "output_limit", "record_limit", "no_baseline", "error"
+]
+ORACLE_STATUSES: Final = frozenset(get_args(OracleStatus))
+
+# --- values that are not finite floats, as {marker: text} ------------------------------------------
+NONFINITE: Final = "nonfinite"  # text: nan, inf, -inf or overflow
+BAD: Final = "bad"  # text: the type found instead of a float
