@@ -9,6 +9,7 @@ Only fields that measure time or name the environment are ignored (IGNORED below
 everything else, scores, statuses, messages, hints, test order, must be identical. Prints one line per
 differing student and file with the JSON paths of the first differences, then `N students compared, M differ`.
 Exits 1 when anything differs or a student is missing on one side, 0 when the folders agree, 2 on bad usage.
+Compare two runs of the unchanged code first: what differs there is the grader's own run-to-run noise.
 Standard library only, so it runs with any Python 3.11 whatever state the grader is in.
 """
 
@@ -35,8 +36,8 @@ IGNORED: dict[str, dict[tuple[str, ...], str]] = {
     "results.json": {
         # Wall-clock seconds of the run, rounded: depends on machine load, not on the submission.
         ("execution_time",): "timing",
-        # Sandbox image tag, a hash of the sandbox/ folder and the base image id: names the environment,
-        # and changes whenever a commit touches sandbox/ even if the behaviour is identical.
+        # Docker id ("sha256:...") of the sandbox image ("" when no container ran): names the environment, and
+        # changes whenever a commit touches sandbox/ (the image is rebuilt) even if the behaviour is identical.
         ("extra_data", "image"): "environment identity",
     },
     "prairielearn.json": {},

@@ -190,7 +190,7 @@ def _reuse(
     if previous.evidence is None or found.source is None:
         return None
     result = rejudge(previous.evidence, found.source, student=found.student, rubric=rubric, seed=seed)
-    return None if result is None else ("rejudged", _with_intake_notices(result, found), previous.evidence)
+    return None if result is None else ("rejudged", with_intake_notices(result, found), previous.evidence)
 
 
 def _run_all(
@@ -223,7 +223,7 @@ def _run_all(
         for future in as_completed(futures):
             found = futures[future]
             graded = future.result()
-            result = _with_intake_notices(graded.result, found)
+            result = with_intake_notices(graded.result, found)
             store.put_result(
                 content_sha=content_sha(found),
                 rubric_sha=rubric.sha256,
@@ -239,7 +239,7 @@ def _run_all(
     return results
 
 
-def _with_intake_notices(result: SubmissionResult, found: Found) -> SubmissionResult:
+def with_intake_notices(result: SubmissionResult, found: Found) -> SubmissionResult:
     """What intake had to work around (a misnamed file, several files) goes into the feedback."""
     if not found.notices:
         return result
