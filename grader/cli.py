@@ -14,11 +14,20 @@ import click
 from .errors import GraderError, InfraError, RubricValidationError, SandboxUnavailable
 from .plan import new_seed
 from .report import print_summary, write_feedback_html, write_gradescope, write_markdown
+from .report.view import printable
 from .results import SubmissionResult
 from .rubric import DEFAULT_RUBRIC, Rubric, load_rubric
 from .runners.base import Runner
 
 SANDBOXES = ("auto", "docker", "local")
+
+
+def echo(message: str, *, err: bool = False, one_line: bool = False) -> None:
+    """Every line the CLI prints goes through here. Warnings name archive members, folders and files
+    from a class download, and messages can quote a submission: an escape sequence in them (ESC, BEL,
+    OSC 8 links, C1 controls, bidi overrides) is shown as text, never obeyed by the terminal.
+    ``one_line`` also shows newlines and tabs, so a file name cannot start a line of its own."""
+    click.echo(printable(message, one_line=one_line), err=err)
 
 
 def make_runner(kind: str) -> Runner:
@@ -31,13 +40,11 @@ def make_runner(kind: str) -> Runner:
         except SandboxUnavailable as error:
             if kind == "docker":
                 raise
-            click.echo(
-                f"warning: Docker is not available ({error.message}); falling back to the local runner.", err=True
-            )
+            echo(f"warning: Docker is not available ({error.message}); falling back to the local runner.", err=True)
     from .runners.local import LocalRunner
 
     runner = LocalRunner()
-    click.echo(f"warning: {runner.warning}", err=True)
+    echo(f"warning: {runner.warning}", err=True)
     return runner
 
 
@@ -127,9 +134,9 @@ def grade(
         # Containers of a grader that was killed (kill -9 skips its cleanup) are removed first.
         reaped = reap_orphans()
         if reaped:
-            click.echo(f"Removed {reaped} sandbox container(s)/volume(s) left by a grader that was killed.")
+            echo(f"Removed {reaped} sandbox container(s)/volume(s) left by a grader that was killed.")
     console = Console(highlight=False)
-    click.echo(f"Grading {source} with {rubric.name} ({runner.name} sandbox, {jobs} at a time)")
+    echo(f"Grading {source} with {rubric.name} ({runner.name} sandbox, {jobs} at a time)")
     started = time.monotonic()
     with BatchProgress(console) as progress:
         outcome = grade_class(
@@ -151,13 +158,11 @@ def grade(
         )
     )
     for warning in outcome.warnings:
-        click.echo(f"warning: {warning}", err=True)
+        echo(f"warning: {warning}", err=True, one_line=True)
     seed_used = outcome.results[0].seed if outcome.results else seed
-    click.echo(
-        f"Graded with seed {seed_used}. Wrote {out / 'grades.csv'}, {out / 'index.html'} and per-student reports."
-    )
+    echo(f"Graded with seed {seed_used}. Wrote {out / 'grades.csv'}, {out / 'index.html'} and per-student reports.")
     if outcome.infra_failures:
-        click.echo(
+        echo(
             f"{outcome.infra_failures} submission(s) failed for infrastructure reasons and were not scored; "
             "run the same command again to retry them.",
             err=True,
@@ -182,7 +187,7 @@ def export(out: Path, rubric_path: str | None) -> None:
         count = export_class(
             store, out, rubric_name=rubric.name, section_tags=[s.tag for s in rubric.sections], canvas=canvas
         )
-    click.echo(f"Exported {count} results from {path}.")
+    echo(f"Exported {count} results from {path}.")
 
 
 def _runner_factory(first: Runner) -> Callable[[], Runner]:
@@ -211,40 +216,38 @@ def rubric_validate(path: str | None, sandbox: str) -> None:
     from .validate import validate_rubric
 
     loaded = _rubric(path)
-    click.echo(
+    echo(
         f"{loaded.path}: loads cleanly, {len(loaded.checks)} checks in {len(loaded.sections)} sections, "
         f"{loaded.total:g} points."
     )
     outcome = validate_rubric(loaded, runner=make_runner(sandbox), seed=new_seed())
-    click.echo(
+    echo(
         f"Literal values checked against the reference: {outcome.literals_checked}, "
         f"disagreeing: {len(outcome.literal_errors)}"
     )
     for error in outcome.literal_errors:
-        click.echo(f"  {error}")
+        echo(f"  {error}")
     ref = outcome.reference_result
-    click.echo(
-        f"Reference solution: {ref.score:g}/{ref.max_score:g} ({ref.status.value}, seed {ref.seed}, {ref.runner})"
-    )
+    echo(f"Reference solution: {ref.score:g}/{ref.max_score:g} ({ref.status.value}, seed {ref.seed}, {ref.runner})")
     for section in ref.sections:
-        click.echo(f"  {section.tag:20s} {section.points:g}/{section.max_points:g}")
+        echo(f"  {section.tag:20s} {section.points:g}/{section.max_points:g}")
     for failed in [c for c in ref.checks if not c.passed]:
-        click.echo(f"  FAILED {failed.check_id}: {failed.message}")
+        echo(f"  FAILED {failed.check_id}: {failed.message}")
     matrix = outcome.matrix
-    click.echo(
+    echo(
         f"\nKill matrix: each catalogue bug injected into the reference (rows) against each section (K = caught; "
         f"{MUTATION_SECTION} = the reference's own checks):"
     )
-    click.echo(matrix.render())
+    echo(matrix.render())
     for blind in matrix.blind_spots:
-        click.echo(f"  BLIND SPOT {blind}: no section catches this bug")
-    click.echo(
+        echo(f"  BLIND SPOT {blind}: no section catches this bug")
+    echo(
         f"{len(matrix.rows)} mutants, {len(matrix.blind_spots)} survive every section, "
         f"{len(matrix.not_applicable)} not applicable to the reference."
     )
     if not outcome.ok:
         _fail(RubricValidationError("the rubric is not valid"))
-    click.echo("Rubric is valid.")
+    echo("Rubric is valid.")
 
 
 @cli.group()
@@ -259,20 +262,20 @@ def image_build(force: bool, base: str | None) -> None:
     """Build the sandbox image (only when its inputs changed)."""
     from .image import ensure_image
 
-    tag = ensure_image(force=force, base=base, log=lambda line: click.echo(line, err=True))
-    click.echo(tag)
+    tag = ensure_image(force=force, base=base, log=lambda line: echo(line, err=True))
+    echo(tag)
 
 
 def _write(result: SubmissionResult, html_out: Path | None, json_out: Path | None, md_out: Path | None) -> None:
     if md_out:
         write_markdown(result, md_out)
-        click.echo(f"Markdown feedback: {md_out}")
+        echo(f"Markdown feedback: {md_out}")
     if html_out:
         write_feedback_html(result, html_out)
-        click.echo(f"HTML feedback: {html_out}")
+        echo(f"HTML feedback: {html_out}")
     if json_out:
         write_gradescope(result, json_out)
-        click.echo(f"results.json: {json_out}")
+        echo(f"results.json: {json_out}")
 
 
 def main() -> None:
@@ -289,5 +292,5 @@ def main() -> None:
 
 def _fail(error: GraderError) -> NoReturn:
     """Every deliberate failure leaves the same way: its message on stderr, its class's exit code."""
-    click.echo(f"error: {error}", err=True)
+    echo(f"error: {error}", err=True)
     sys.exit(error.exit_code)

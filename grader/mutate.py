@@ -9,7 +9,6 @@ two lists together.
 
 from __future__ import annotations
 
-import ast
 from dataclasses import dataclass
 
 from sandbox.harness.mutate import (
@@ -21,7 +20,9 @@ from sandbox.harness.mutate import (
     STEP5,
     NotApplicable,
     Operator,
+    graded_class,
     mutate,
+    mutate_text,
 )
 
 __all__ = [
@@ -36,8 +37,10 @@ __all__ = [
     "MutantInfo",
     "NotApplicable",
     "Operator",
+    "graded_class",
     "mutate",
     "mutate_source",
+    "mutate_text",
 ]
 
 FAMILIES: dict[str, str] = {
@@ -215,6 +218,6 @@ INFO: dict[str, MutantInfo] = {
 
 
 def mutate_source(source: str, operator_id: str, class_name: str, filename: str = "<mutant>") -> tuple[str, list[int]]:
-    """The mutated file as text (for showing and for tests); raises NotApplicable."""
-    tree, lines = mutate(ast.parse(source, filename=filename), operator_id, class_name)
-    return ast.unparse(tree), lines
+    """The mutated file as text, spliced into the student's own text as the sandbox runs it
+    (``mutate_text``: only the edited statements change); raises NotApplicable."""
+    return mutate_text(source, operator_id, class_name, filename)

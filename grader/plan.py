@@ -55,15 +55,16 @@ class PlannedProbe:
     kind: wire.ProbeKind
     programs: tuple[Program, ...] = ()
     mutants: tuple[str, ...] = ()  # mutation probes: mutants to run, in order
-    oracle: tuple[str, ...] = ()  # mutation probes: program probes that tell a mutant apart
+    api_inputs: tuple[float, float, float, float] | None = None  # api probes: drawn x, y, c, k (None: fixed)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"id": self.id, "kind": self.kind}
+        if self.api_inputs is not None:
+            out["inputs"] = list(self.api_inputs)
         if self.kind == wire.PROGRAM:
             out["programs"] = list(self.programs)
         if self.kind == wire.MUTATION:
             out["mutants"] = list(self.mutants)
-            out["oracle"] = list(self.oracle)
         return out
 
 
@@ -116,13 +117,12 @@ def build_plan(rubric: Rubric, *, seed: int, visible_only: bool) -> Plan:
     expanded = [_expand(rubric.probes[name], seed) for name in needed]
     # Mutation probes run last: the rest of the grade never waits on them, and they reuse the
     # plan's programs as the grader's own checks.
-    oracle = tuple(p.id for p in expanded if p.kind == wire.PROGRAM)
     probes = [p for p in expanded if p.kind != wire.MUTATION]
     for probe in (p for p in expanded if p.kind == wire.MUTATION):
         named = [c.mutant for c in checks if c.probe == probe.id and c.mutant]
         wanted = rubric.probes[probe.id].mutants or tuple(op.id for op in CATALOGUE)
         probes.append(
-            PlannedProbe(probe.id, wire.MUTATION, mutants=tuple(dict.fromkeys([*named, *wanted])), oracle=oracle)
+            PlannedProbe(probe.id, wire.MUTATION, mutants=tuple(dict.fromkeys([*named, *wanted])))
         )
     return Plan(seed=seed, probes=tuple(probes), checks=checks)
 
@@ -133,9 +133,17 @@ def _rng(seed: int, probe_id: str) -> random.Random:
 
 
 def _expand(probe: Probe, seed: int) -> PlannedProbe:
-    if probe.kind == "api" or probe.kind == "mutation":
-        return PlannedProbe(probe.id, probe.kind)
     rng = _rng(seed, probe.id)
+    if probe.kind == "api":
+        inputs = (
+            _draw(rng, POSITIVE, rng.randrange(2)),  # x: log needs x > 0
+            _draw(rng, DIVISOR, rng.randrange(4)),  # y: x / y
+            _draw(rng, GENERAL, rng.randrange(4)),  # c: x + c, c - x
+            _draw(rng, DIVISOR, rng.randrange(4)),  # k: x * k, k / x
+        )
+        return PlannedProbe(probe.id, wire.API, api_inputs=inputs if probe.inputs == "random" else None)
+    if probe.kind == "mutation":
+        return PlannedProbe(probe.id, wire.MUTATION)
     if probe.kind == "program":
         steps = compile_steps([leaf.name for leaf in probe.leaves], probe.steps)
         programs = tuple(_instance(probe, steps, rng, i) for i in range(probe.instances))
@@ -151,7 +159,15 @@ def _draw(rng: random.Random, ranges: Sequence[tuple[float, float]], index: int)
     return round(rng.uniform(low, high), 6)
 
 
+def _before_sgd(program: Program) -> Program:
+    """The part of a program float math can check: an SGD step needs the engine's gradients."""
+    steps = program["steps"]
+    cut = next((i for i, step in enumerate(steps) if step[1] == "sgd"), len(steps))
+    return {**program, "steps": steps[:cut]}
+
+
 def _safe(program: Program, *, want_relu_positive: bool | None) -> bool:
+    program = _before_sgd(program)
     try:
         values = evaluate(program)
     except (ValueError, OverflowError, ZeroDivisionError):
@@ -168,7 +184,7 @@ def _safe(program: Program, *, want_relu_positive: bool | None) -> bool:
 
 def _instance(probe: Probe, steps: list[Any], rng: random.Random, index: int) -> Program:
     record = list(probe.record)
-    want = None if probe.relu_inputs == "any" else index % 2 == 0
+    want = {"any": None, "alternate": index % 2 == 0, "active": True}[probe.relu_inputs]
     for _ in range(2000):
         leaves = {
             leaf.name: leaf.value

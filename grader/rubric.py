@@ -28,7 +28,9 @@ ProbeKind = Literal["api", "program", "mutation", "fd_op", "random_dag"]
 Compare = Literal["engine", "api", "values", "graph", "schedule", "checks_pass", "mutant_killed", "mutation_score"]
 ExpectFrom = Literal["reference", "math"]
 Record = Literal["graph", "schedule"]
-ReluInputs = Literal["any", "alternate"]
+ReluInputs = Literal["any", "alternate", "active"]
+ApiInputs = Literal["fixed", "random"]
+API_INPUTS: tuple[ApiInputs, ...] = get_args(ApiInputs)
 PROBE_KINDS: tuple[ProbeKind, ...] = get_args(ProbeKind)
 COMPARES: tuple[Compare, ...] = get_args(Compare)
 MUTATION_COMPARES: tuple[Compare, ...] = ("checks_pass", "mutant_killed", "mutation_score")
@@ -88,6 +90,7 @@ class Probe:
     record: tuple[Record, ...] = ()
     instances: int = 1
     relu_inputs: ReluInputs = "any"
+    inputs: ApiInputs = "fixed"  # api probes: the harness's fixed leaves, or leaves drawn per run
     mutants: tuple[str, ...] = ()  # mutation probes: catalogue ids to run (empty: all)
     op: str | None = None
     exponent: float | None = None
@@ -96,7 +99,8 @@ class Probe:
 
     @property
     def randomized(self) -> bool:
-        return self.kind in ("fd_op", "random_dag") or any(leaf.value is None for leaf in self.leaves)
+        random_leaves = any(leaf.value is None for leaf in self.leaves)
+        return self.kind in ("fd_op", "random_dag") or random_leaves or self.inputs == "random"
 
 
 @dataclass(frozen=True)
@@ -260,6 +264,7 @@ def _probe(name: str, node: Node) -> Probe:
             "record",
             "instances",
             "relu_inputs",
+            "inputs",
             "mutants",
             "op",
             "exponent",
@@ -278,12 +283,15 @@ def _probe(name: str, node: Node) -> Probe:
         record=get(fields, "record", lambda n: tuple(cast(Record, r.choice(RECORDS)) for r in n.sequence()), ()),
         instances=get(fields, "instances", lambda n: n.integer(1), 1),
         relu_inputs=cast(ReluInputs, get(fields, "relu_inputs", lambda n: n.choice(RELU_INPUTS), "any")),
+        inputs=cast(ApiInputs, get(fields, "inputs", lambda n: n.choice(API_INPUTS), "fixed")),
         mutants=tuple(n.choice(MUTANT_IDS) for n in fields["mutants"].sequence()) if "mutants" in fields else (),
         op=get(fields, "op", lambda n: n.choice(FD_OPS), None),
         exponent=get(fields, "exponent", Node.number, None),
         max_ops=get(fields, "max_ops", lambda n: n.integer(1), 8),
         ops=tuple(n.choice(DAG_OPS) for n in fields["ops"].sequence()) if "ops" in fields else DAG_OPS,
     )
+    if probe.inputs == "random" and kind != "api":
+        raise fields["inputs"].fail("only an api probe takes `inputs`")
     if kind == "program" and not probe.steps:
         raise node.fail("a program probe needs steps")
     if kind == "fd_op" and probe.op is None:

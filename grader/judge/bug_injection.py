@@ -2,6 +2,11 @@
 
 ``checks_pass`` is the validity gate, ``mutant_killed`` one named mutant (Step 5, the
 forced-fail guard), and ``score`` the catalogue's mutation score with the words that explain it.
+
+Every catalogue bug that applies to the file counts, caught or not: ``grader rubric validate``
+proves the grader's own checks detect each one on the reference, so none is a change checks
+of behaviour could not see. Nothing the submission does at run time takes a bug out of the
+count (a file that repairs itself when mutated only turns its catches into misses).
 """
 
 from __future__ import annotations
@@ -11,10 +16,7 @@ from sandbox.harness import wire
 from ..mutate import BY_ID, CATALOGUE, FAMILIES, FORCED_FAIL, INFO
 from ..results import Comparison
 from .comparers import Context, Verdict, missing_reason
-from .records import OracleRun, ScriptRun
-
-# The grader's programs hanging or crashing on a mutant is a difference its checks would see.
-_ORACLE_FAILURES = (wire.TIMEOUT, wire.KILLED, wire.EXITED, wire.OUTPUT_LIMIT, wire.RECORD_LIMIT)
+from .records import ScriptRun
 
 
 def _failure_words(script: ScriptRun) -> str:
@@ -100,10 +102,6 @@ def mutant_killed(ctx: Context, index: int) -> Verdict:
     return Verdict(False, [Comparison(quantity, "fails", "passed", False)], problem=problem)
 
 
-def _detectable(oracle: OracleRun | None) -> bool:
-    return oracle is not None and (bool(oracle.differs) or oracle.status in _ORACLE_FAILURES)
-
-
 def score(ctx: Context) -> tuple[list[Verdict], list[str]]:
     """Verdicts (one per counted mutant) and the lines explaining the score."""
     mutants = ctx.report.mutants
@@ -113,7 +111,6 @@ def score(ctx: Context) -> tuple[list[Verdict], list[str]]:
     killed: list[str] = []
     survived: list[str] = []
     timeouts: list[str] = []
-    equivalent: list[str] = []
     absent: list[str] = []
     skipped: list[str] = []  # the grading time budget ran out before these ran
     for op in CATALOGUE:
@@ -125,8 +122,6 @@ def score(ctx: Context) -> tuple[list[Verdict], list[str]]:
             absent.append(op.id)
         elif outcome == wire.NOT_RUN:
             skipped.append(op.id)
-        elif not _detectable(record.oracle):
-            equivalent.append(op.id)  # the grader cannot tell it apart either: not counted
         elif outcome == wire.TIMEOUT:
             timeouts.append(op.id)
         elif outcome in (wire.FAILED, wire.CRASHED):
@@ -135,21 +130,20 @@ def score(ctx: Context) -> tuple[list[Verdict], list[str]]:
             survived.append(op.id)
     counted = killed + survived
     if not counted:
-        why = "none of the catalogue's bugs changed what the grader observes of your engine"
+        why = "none of the catalogue's bugs applies to your code"
         if skipped:
             why = "the grading time budget ran out before the injected bugs could be tried"
         elif timeouts:
             why = "every injected bug the grader detects made your checks run past the time limit"
         return [Verdict(False, problem=f"No mutation score: {why}.", kind="not_run")], []
     verdicts = [Verdict(True) for _ in killed] + [Verdict(False) for _ in survived]
-    return verdicts, _score_notes(killed, survived, timeouts, equivalent, skipped, absent)
+    return verdicts, _score_notes(killed, survived, timeouts, skipped, absent)
 
 
 def _score_notes(
     killed: list[str],
     survived: list[str],
     timeouts: list[str],
-    equivalent: list[str],
     skipped: list[str],
     absent: list[str],
 ) -> list[str]:
@@ -167,11 +161,6 @@ def _score_notes(
         notes.append(
             f"{len(timeouts)} bug(s) made your checks run past the time limit; a timeout is not a catch and they "
             "were not counted: " + "; ".join(BY_ID[i].summary for i in timeouts) + "."
-        )
-    if equivalent:
-        notes.append(
-            f"{len(equivalent)} edit(s) did not change your engine's behaviour on the grader's checks "
-            "and were not counted."
         )
     if skipped:
         notes.append(f"{len(skipped)} bug(s) were not tried: the grading time budget ran out (slow checks?).")

@@ -95,6 +95,12 @@ def missing_reason(ctx: Context, index: int) -> Verdict:
         return Verdict(False, problem=f"the process running your code died ({how})", kind="error")
     if status == wire.OUTPUT_LIMIT:
         return Verdict(False, problem="stopped: your code printed far too much output", kind="error")
+    if end and status == wire.BAD_RECORD:
+        return Verdict(
+            False,
+            problem=f"stopped: the process running your code sent the grader {end.reason or 'a malformed record'}",
+            kind="error",
+        )
     if status == wire.OK:
         return Verdict(
             False,
@@ -104,11 +110,26 @@ def missing_reason(ctx: Context, index: int) -> Verdict:
     return Verdict(False, problem="no result was reported for this instance", kind="error")
 
 
-def values(ctx: Context, index: int) -> Verdict:
+def expected_values(ctx: Context, index: int) -> Observations:
     program = ctx.probe.programs[index]
-    expected: Observations = (
-        math_expected(program) if ctx.check.expect_from == "math" else ctx.expected.program(ctx.probe.id, index)
-    )
+    return math_expected(program) if ctx.check.expect_from == "math" else ctx.expected.program(ctx.probe.id, index)
+
+
+def nontrivial(ctx: Context, index: int) -> bool:
+    """No gradient this check compares is 0 on this instance only by accident of the inputs:
+    an engine whose gradients never flow must not match an instance where every one is 0."""
+    if not ctx.probe.programs:
+        return True  # the api probe: statuses and values, never all zero
+    grads = [
+        want
+        for key, want in expected_values(ctx, index).items()
+        if key.endswith(".grad") and selected(key, ctx.check.observe) and isinstance(want, float)
+    ]
+    return not grads or any(abs(want) > 1e-12 for want in grads)
+
+
+def values(ctx: Context, index: int) -> Verdict:
+    expected = expected_values(ctx, index)
     observed = ctx.report.observations(index)
     verdict = Verdict(True)
     for key, want in expected.items():

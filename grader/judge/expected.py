@@ -69,7 +69,7 @@ def observe(engine: type, plan: Plan) -> SandboxReport:
         errors: dict[int, ProgramError] = {}
         if probe.kind == wire.API:
             try:
-                final[0] = _typed(executors.run_api(engine, engine))
+                final[0] = _typed(executors.run_api(engine, engine, *(probe.api_inputs or ())))
             except Exception as error:  # a mutant may break the api probe; that is an observation
                 errors[0] = ProgramError("api", ErrorInfo(type(error).__name__), {})
         for index, program in enumerate(probe.programs):

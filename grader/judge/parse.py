@@ -21,7 +21,6 @@ from .records import (
     MutantRecord,
     Observations,
     Observed,
-    OracleRun,
     ProbeEnd,
     ProbeRecords,
     ProgramError,
@@ -266,22 +265,9 @@ def _mutant(report: _Builder, probe: _ProbeBuilder, planned: PlannedProbe, recor
     if name in probe.mutants:
         report.duplicates += 1
         return True
-    script: ScriptRun | None = None
-    oracle: OracleRun | None = None
     raw_script = record.get("script")
-    if isinstance(raw_script, dict):
-        script = _script(raw_script)
-        if script is None:
-            return False
-    raw_oracle = record.get("oracle")
-    if isinstance(raw_oracle, dict):
-        differs = raw_oracle.get("differs", [])
-        status = raw_oracle.get("status")
-        if status not in wire.ORACLE_STATUSES or not isinstance(differs, list):
-            return False
-        named = sorted({d for d in differs if isinstance(d, str) and d in planned.oracle})
-        oracle = OracleRun(cast(wire.OracleStatus, status), tuple(named))
-    if script is None and oracle is None:
+    script = _script(raw_script) if isinstance(raw_script, dict) else None
+    if script is None:
         return False
-    probe.mutants[name] = MutantRecord(script, oracle)
+    probe.mutants[name] = MutantRecord(script)
     return True

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from sandbox.harness.wire import EndStatus, OracleStatus, ScriptOutcome
+from sandbox.harness.wire import EndStatus, ScriptOutcome
 
 
 @dataclass(frozen=True)
@@ -93,17 +93,8 @@ class ScriptRun:
 
 
 @dataclass(frozen=True)
-class OracleRun:
-    """The grader's own programs on a mutant: did they tell it apart from the student's engine?"""
-
-    status: OracleStatus
-    differs: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
 class MutantRecord:
     script: ScriptRun | None = None
-    oracle: OracleRun | None = None
 
 
 @dataclass(frozen=True)

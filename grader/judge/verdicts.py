@@ -14,7 +14,7 @@ from ..program import describe
 from ..results import CheckResult, Comparison, FdRow, Outcome, Visibility
 from ..rubric import Check, Compare, Rubric
 from . import bug_injection, comparers
-from .comparers import Comparer, Context, Verdict, VerdictKind
+from .comparers import Comparer, Context, Verdict, VerdictKind, nontrivial
 from .expected import Expected
 from .illustrations import FIGURE_COMPARES, fd_rows
 from .records import SandboxReport
@@ -71,21 +71,28 @@ def judge(rubric: Rubric, plan: Plan, expected: Expected, report: SandboxReport)
 
 def _vouched(check: Check, result: CheckResult, twin: Context | None) -> CheckResult:
     """A check on the handout's printed numbers keeps its points only if the same comparison,
-    on its hidden twin's random inputs, comes out right at least once: knowing (or forging)
-    the printed answers is not computing them. Without the twin in the plan (self-check mode)
-    the check stands."""
+    on its hidden twin's random inputs, comes out right at least once on an instance where it
+    means something (a gradient that is not 0): knowing (or forging) the printed answers is not
+    computing them. It fails closed: a twin that did not run, or ran without one such match,
+    vouches for nothing. Without the twin in the plan (self-check mode) the check stands."""
     if twin is None or not result.points:
         return result
-    if twin.report.end is None or twin.report.end.status == "not_run":
-        return result  # the twin was never attempted (time budget): nothing to vouch with either way
-    if any(COMPARERS[check.compare](twin, i).ok for i in range(len(twin.probe.programs))):
+    count = max(1, len(twin.probe.programs))
+    ran = twin.report.end is not None and twin.report.end.status != "not_run"
+    if ran and any(nontrivial(twin, i) and COMPARERS[check.compare](twin, i).ok for i in range(count)):
         return result
+    why = (
+        "the same quantities on hidden random inputs never came out right, so these printed values were not "
+        "computed by the engine."
+        if ran
+        else "the same computation on hidden random inputs could not run, so nothing shows these printed values "
+        "were computed by the engine."
+    )
     return replace(
         result,
         points=0.0,
         outcome=Outcome.FAILED,
-        message=f"{result.message} No credit: the same quantities on hidden random inputs never came out right, "
-        "so these printed values were not computed by the engine.",
+        message=f"{result.message} No credit: {why}",
         hint="Make the engine compute every value: checks on the handout's numbers count only when the same "
         "graph on other inputs works too.",
     )

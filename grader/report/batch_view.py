@@ -21,6 +21,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 from rich.table import Table
+from rich.text import Text
 
 from grader.report.view import STATUS_LABELS, format_number, printable
 from grader.results import Status, SubmissionResult
@@ -68,8 +69,10 @@ class BatchProgress:
             self._progress.advance(self._task)
         if self._progress is None or kind != "skipped":
             score = f"{format_number(result.score)}/{format_number(result.max_score)}" if result.scored else "--"
-            line = f"  {printable(result.student)[:32]:32s} {score:>10s}  {result.status.value:12s} {kind}"
-            (self._progress.console if self._progress else self.console).print(line, highlight=False, markup=False)
+            name = printable(result.student, one_line=True)[:32]
+            line = f"  {name:32s} {score:>10s}  {result.status.value:12s} {kind}"
+            # A Text, never a str: rich would read "[link=...]" as markup and ":smile:" as an emoji code.
+            (self._progress.console if self._progress else self.console).print(Text(line), highlight=False)
 
 
 def summary_table(

@@ -6,9 +6,10 @@ full detail is left to the HTML feedback.
 
 Every string that comes from a submission (messages, observed values, output, notices, the load
 error, the Step-5 note, even the student's name and file name) is untrusted. Many LMS renderers
-pass raw HTML through, so such text goes through `escape_inline` (one line, no Markdown, no HTML)
-or `code_block` (a fenced block it cannot close). Rubric text is escaped too, since titles such as
-"(a*b + c) * relu(d)" would otherwise turn into emphasis; only the writer's own labels use Markdown.
+pass raw HTML through, so such text goes through `escape_inline` (one line, no Markdown, no HTML,
+no autolinked URL or e-mail address) or `code_block` (a fenced block it cannot close). Rubric text
+is escaped too, since titles such as "(a*b + c) * relu(d)" would otherwise turn into emphasis; only
+the writer's own labels use Markdown.
 """
 
 from __future__ import annotations
@@ -48,25 +49,42 @@ _ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
 # span, strikethrough, heading, list marker or table cell can start inside untrusted text.
 _PUNCTUATION = frozenset("\\`*_{}[]()#+-.!|~")
 
-# Bidirectional overrides can make a comment read differently from what it says; show them.
-_BIDI = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 _LINE_SEPARATORS = re.compile("[\u2028\u2029]")
 _BACKTICK_RUN = re.compile("`+")
+
+# GFM's autolink extension (GitHub, cmark-gfm), linkify in markdown-it and the URL filters of LMS
+# comment boxes turn bare "http://...", "www...." and "a@b.example" (also "mailto:"/"xmpp:") into
+# live links. They match the text after entities and backslash escapes are decoded, so escaping
+# cannot stop them: an invisible WORD JOINER (U+2060: zero width, no line break) inside each trigger
+# does. No linkifier counts it as part of a scheme, of "www.", of an e-mail's local part or of the
+# name after an "@" (GitHub's @mentions), and a reader sees the text unchanged.
+WORD_JOINER = "\u2060"
+_AUTOLINK_TRIGGER = re.compile(
+    r"(?<=:)(?=/)"  # scheme://  ->  scheme:<WJ>//
+    r"|(?i:(?<=mailto:)|(?<=xmpp:))"  # GFM's mailto:/xmpp: autolinks  ->  mailto:<WJ>a@b
+    r"|(?i:(?<=www))(?=\.)"  # www.example  ->  www<WJ>.example
+    r"|(?=@[^\W_])|(?<=@)(?=[^\W_])"  # a@b.example  ->  a<WJ>@<WJ>b.example (where a name could follow)
+)
 
 
 def _visible(text: str) -> str:
     """Control and bidi characters shown as escapes, Unicode line separators as newlines."""
-    text = _BIDI.sub(lambda match: f"\\u{ord(match.group()):04x}", printable(text))
-    return _LINE_SEPARATORS.sub("\n", text)
+    return _LINE_SEPARATORS.sub("\n", printable(text))
+
+
+def _unlinked(text: str) -> str:
+    """Text that no autolinker can turn into a link; it reads the same (the joiners are invisible)."""
+    return _AUTOLINK_TRIGGER.sub(WORD_JOINER, text)
 
 
 def escape_inline(text: str) -> str:
     """Untrusted text as one line of inert Markdown: it renders as exactly itself, newlines as spaces.
 
-    Safe in a paragraph, a list item, a heading and a table cell.
+    Safe in a paragraph, a list item, a heading and a table cell; a URL or an e-mail address in it
+    carries invisible word joiners, so it shows as text, never as a link.
     """
     # Stripped: leading spaces would make an indented code block, where escapes show literally.
-    flat = " ".join(_visible(text).replace("\t", " ").split("\n")).strip()
+    flat = _unlinked(" ".join(_visible(text).replace("\t", " ").split("\n")).strip())
     out = []
     for char in flat:
         if char in _ENTITIES:
@@ -83,7 +101,8 @@ def code_block(text: str, *, max_lines: int = MAX_OUTPUT_LINES) -> str:
 
     The fence is backticks (a "~~~" line cannot close it) and longer than any backtick run in the
     text, so no line of the text is a closing fence. Past `max_lines` lines, a marker after the
-    block says how many more there were.
+    block says how many more there were. Autolinks never apply inside code, so URLs in it stay as
+    printed (no word joiners to spoil copying the output).
     """
     lines = _visible(text).rstrip("\n").split("\n")
     hidden = max(0, len(lines) - max_lines)

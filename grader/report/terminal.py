@@ -44,16 +44,17 @@ _OUTCOME_STYLES: dict[Outcome, str] = {
 }
 
 
-def _text(value: str, style: str = "") -> Text:
-    # Text(), never markup: student strings such as "[bold]" or "\x1b[2J" stay inert.
-    return Text(printable(value), style=style)
+def _text(value: str, style: str = "", *, one_line: bool = False) -> Text:
+    # Text(), never markup: student strings such as "[bold]", "[link=...]" or "\x1b[2J" stay inert.
+    return Text(printable(value, one_line=one_line), style=style)
 
 
 def _header(result: SubmissionResult) -> RenderableType:
     head = Text(style="bold")
-    head.append_text(_text(result.student))
+    # One line each: a newline in a folder or file name must not start a line of its own.
+    head.append_text(_text(result.student, one_line=True))
     head.append(" \u00b7 ")
-    head.append_text(_text(result.filename))
+    head.append_text(_text(result.filename, one_line=True))
     if result.scored:
         head.append(f" \u00b7 {score_text(result)}")
     status_style = "green" if result.status is Status.GRADED else "yellow" if result.scored else "red"

@@ -195,14 +195,30 @@ def instances_text(check: CheckResult) -> str:
     return f"{check.instances_passed} of {check.instances_total} instances passed"
 
 
-# C0 controls except tab and newline, DEL, and C1 controls: a terminal would obey them.
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# C0 controls except tab and newline, DEL, and C1 controls: a terminal would obey them (ESC starts
+# sequences that erase the screen, set the window title or open an OSC 8 hyperlink; BEL rings).
+_C0_C1 = "\x00-\x08\x0b-\x1f\x7f-\x9f"
+# Bidirectional marks, embeddings, overrides and isolates reorder what a reader sees, so a name or a
+# message would read differently from what it says.
+_BIDI = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+_CONTROL = re.compile(f"[{_C0_C1}{_BIDI}]")
+_CONTROL_ONE_LINE = re.compile(f"[\t\n{_C0_C1}{_BIDI}]")
 
 
-def printable(text: str) -> str:
-    """Untrusted text made safe for a terminal: control characters shown, not obeyed."""
+def _shown(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def printable(text: str, *, one_line: bool = False) -> str:
+    """Untrusted text made safe for a terminal (and any other reader): control characters shown, not obeyed.
+
+    C0 controls, DEL and C1 controls become ``\\x1b``-style escapes, bidi controls ``\\u202e``-style
+    ones; tab and newline are kept unless ``one_line`` (a name, a progress line), and "\\r\\n" is a
+    newline. Every string the CLI prints goes through here, as does every string in the HTML feedback.
+    """
     text = text.replace("\r\n", "\n")
-    return _CONTROL.sub(lambda match: f"\\x{ord(match.group()):02x}", text)
+    return (_CONTROL_ONE_LINE if one_line else _CONTROL).sub(_shown, text)
 
 
 def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:

@@ -49,9 +49,9 @@ def accepts_swappiness(info: dict[str, Any]) -> bool:
 def submission_archive(*, plan: bytes, source: bytes, filename: str) -> bytes:
     """The in-memory tar extracted into the fresh volume at /sandbox before start.
 
-    Everything is owned by root. plan.json is 0400: the harness (root) reads it, student code
-    (``wire.STUDENT_UID``) cannot, so a submission cannot learn the nonce or the probe list from it.
-    The submission is read-only for everybody.
+    Everything is owned by root and readable by root only: the harness reads plan.json and the
+    submission and hands student code (``wire.STUDENT_UID``) only its own task, so a submission
+    cannot learn the nonce or the probe list, nor compare a mutated copy with the original file.
     """
     if not _FILENAME.fullmatch(filename) or filename in (".", ".."):
         raise ValueError(f"not a plain file name: {filename!r}")
@@ -60,8 +60,8 @@ def submission_archive(*, plan: bytes, source: bytes, filename: str) -> bytes:
     with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as tar:
         for name, kind, mode, data in (
             (PLAN_NAME, tarfile.REGTYPE, 0o400, plan),
-            (SUBMISSION_DIR, tarfile.DIRTYPE, 0o555, b""),
-            (f"{SUBMISSION_DIR}/{filename}", tarfile.REGTYPE, 0o444, source),
+            (SUBMISSION_DIR, tarfile.DIRTYPE, 0o500, b""),
+            (f"{SUBMISSION_DIR}/{filename}", tarfile.REGTYPE, 0o400, source),
         ):
             info = tarfile.TarInfo(name)
             info.type = kind
@@ -124,8 +124,10 @@ def create_container(
             Ulimit(name="nofile", soft=NOFILE, hard=NOFILE),
         ],
         init=True,  # a real PID 1 reaps orphans and forwards signals
-        ipc_mode="private",
-        shm_size="8m",
+        # No /dev/shm at all, and no System V queues or semaphores: nothing a run leaves there
+        # could reach the next run (the harness removes the uid's shared memory after each run).
+        ipc_mode="none",
+        sysctls={"kernel.msgmni": "0", "kernel.sem": "0 0 0 0"},
         # We read output through attach, never the log; this only bounds the daemon's disk.
         log_config=LogConfig(type="json-file", config={"max-size": "1m", "max-file": "1"}),
         environment=dict(SANDBOX_ENV),

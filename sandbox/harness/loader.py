@@ -130,6 +130,29 @@ def find_engine(module: types.ModuleType, class_name: str) -> tuple[type, list[s
     return best, notices
 
 
+def graded_engine(module: types.ModuleType, class_name: str, line: int, end_line: int) -> type:
+    """The class the grader grades: ``class_name`` as the module binds it, and it must be the
+    class statement the grader found at lines ``line``-``end_line`` of the file (not a class
+    made some other way, and not an earlier definition of the same name)."""
+    bound = module.__dict__.get(class_name)
+    if not isinstance(bound, type):
+        raise LoadError(f"after loading the file, {class_name} is not a class", line)
+    filename = getattr(module, "__file__", None)
+    lines = [
+        code.co_firstlineno
+        for item in vars(bound).values()
+        for code in [getattr(getattr(item, "__func__", item), "__code__", None)]
+        if code is not None and code.co_filename == filename
+    ]
+    if not any(line <= first <= end_line for first in lines):
+        raise LoadError(
+            f"{class_name} is not the class statement at line {line}: the engine must be the last "
+            f"`class {class_name}` defined at the top level of the file",
+            line,
+        )
+    return bound
+
+
 _PLACEHOLDERS: tuple[tuple[tuple[str, ...], Any], ...] = (
     (("child", "prev", "parent", "input"), ()),
     (("op", "label", "name", "tag"), ""),

@@ -5,7 +5,9 @@ the same catalogue, with the words shown to students. Operators find their targe
 not by spelling: a backward closure of any name (or a helper method the operation calls),
 ``x.grad += v`` or ``x.grad = x.grad + v``, operations defined in any order, ``_prev`` of any
 container type. When the target is absent an operator raises ``NotApplicable`` saying what
-it looked for; it never edits something else instead.
+it looked for; it never edits something else instead. The engine is the class Python binds
+to the name (``graded_class``). ``mutate`` edits a tree; ``mutate_text`` writes the edit
+back into the student's own text, changing only the edited statements (``splice``).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import copy
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from . import wire
+from . import loader, splice, wire
 
 STEP5 = "acc_mul"  # the handout's Step-5 bug: += becomes = in __mul__'s backward
 FORCED_FAIL = "forced_fail"  # guard mutant: every method raises
@@ -33,21 +35,48 @@ class NotApplicable(Exception):
 ENGINE_METHODS = ("backward", "__add__", "__mul__", "relu", "tanh", "exp", "__pow__")
 
 
-def find_class(tree: ast.Module, class_name: str) -> ast.ClassDef:
-    """The engine class: by name, else the top-level class defining most engine methods."""
-    classes = [n for n in tree.body if isinstance(n, ast.ClassDef)]
-    for node in classes:
-        if node.name == class_name:
-            return node
+_BINDERS = {"ClassDef": "a class statement inside a block", "FunctionDef": "a def", "AsyncFunctionDef": "a def"}
+_BINDERS |= {"Import": "an import", "ImportFrom": "an import", "ExceptHandler": "an except clause"}
+
+
+def graded_class(tree: ast.Module, class_name: str) -> ast.ClassDef:
+    """The engine class: the one Python binds to ``class_name`` when the module runs.
+
+    That is the last top-level ``class class_name:``, or the class a last top-level alias
+    ``class_name = Other`` names (by the same rule, as bound at that line). Any other later
+    rebinding of the name (an assignment, import, def, loop target...) or a class defined inside
+    a block means the engine is not a plain class definition: NotApplicable. With no binding of
+    the name at all, the top-level class defining most of ENGINE_METHODS (at least three) is
+    graded, the last one among equal scores (and only classes whose own name is not rebound)."""
+    bindings = splice.bindings(tree, class_name)
+    if bindings:
+        last = bindings[-1]
+        if isinstance(last, ast.ClassDef) and last in tree.body:
+            return last
+        alias = next((s for s in tree.body if isinstance(s, ast.Assign) and last in s.targets), None)
+        if alias is not None and isinstance(alias.value, ast.Name) and alias.value.id != class_name:
+            named = [b for b in splice.bindings(tree, alias.value.id) if b.lineno < alias.lineno]  # type: ignore[attr-defined]
+            if named and isinstance(named[-1], ast.ClassDef) and named[-1] in tree.body:
+                return named[-1]
+        what = _BINDERS.get(type(last).__name__, "an assignment")
+        line = getattr(last, "lineno", 0)
+        raise NotApplicable(f"{class_name} is bound last by {what} at line {line}, not by a plain class definition")
 
     def score(node: ast.ClassDef) -> int:
         names = {item.name for item in node.body if isinstance(item, ast.FunctionDef)}
         return sum(name in names for name in ENGINE_METHODS)
 
-    best = max(classes, key=score, default=None)
+    best: ast.ClassDef | None = None
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and splice.bindings(tree, node.name)[-1] is node:
+            if best is None or score(node) >= score(best):
+                best = node
     if best is None or score(best) < 3:
         raise NotApplicable(f"no class {class_name} with backward(), __add__ and __mul__")
     return best
+
+
+find_class = graded_class  # its older name
 
 
 class Engine:
@@ -55,7 +84,7 @@ class Engine:
 
     def __init__(self, tree: ast.Module, class_name: str):
         self.tree = tree
-        self.cls = find_class(tree, class_name)
+        self.cls = graded_class(tree, class_name)
         self.methods = {n.name: n for n in self.cls.body if isinstance(n, ast.FunctionDef)}
 
     def method(self, name: str) -> ast.FunctionDef:
@@ -187,40 +216,7 @@ def self_name(method: ast.FunctionDef) -> str:
 # --- small tree edits ------------------------------------------------------------------------------
 
 
-class _Replace(ast.NodeTransformer):
-    """Replace nodes (by identity) with new ones; ``None`` removes a statement (left as pass)."""
-
-    def __init__(self, swaps: dict[int, ast.AST | None]):
-        self.swaps = swaps
-
-    def generic_visit(self, node: ast.AST) -> ast.AST:
-        for field, old in ast.iter_fields(node):
-            if isinstance(old, list):
-                new_items = []
-                for item in old:
-                    if isinstance(item, ast.AST) and id(item) in self.swaps:
-                        swapped = self.swaps[id(item)]
-                        new_items.append(swapped if swapped is not None else _pass(item))
-                    elif isinstance(item, ast.AST):
-                        new_items.append(self.visit(item))
-                    else:
-                        new_items.append(item)
-                setattr(node, field, new_items)
-            elif isinstance(old, ast.AST):
-                if id(old) in self.swaps:
-                    swapped = self.swaps[id(old)]
-                    setattr(node, field, swapped if swapped is not None else _pass(old))
-                else:
-                    setattr(node, field, self.visit(old))
-        return node
-
-
-def _pass(where: ast.AST) -> ast.stmt:
-    return ast.copy_location(ast.Pass(), where)
-
-
-def replace(tree: ast.Module, swaps: dict[int, ast.AST | None]) -> None:
-    _Replace(swaps).visit(tree)
+replace = splice.replace  # node swaps by identity (in splice: the module that edits trees)
 
 
 def _walk(scopes: list[Scope]) -> Iterator[ast.AST]:
@@ -229,7 +225,9 @@ def _walk(scopes: list[Scope]) -> Iterator[ast.AST]:
 
 
 def _const(value: float, where: ast.AST) -> ast.expr:
-    return ast.copy_location(ast.Constant(value), where)
+    """A numeric literal as the parser spells it (``-2.0`` is a minus applied to ``2.0``)."""
+    node = ast.UnaryOp(ast.USub(), ast.Constant(-value)) if value < 0 else ast.Constant(value)
+    return ast.copy_location(node, where)
 
 
 def _number(node: ast.AST) -> float | None:
@@ -679,3 +677,14 @@ def mutate(
     copied = tree if in_place else copy.deepcopy(tree)
     lines = operator.transform(Engine(copied, class_name))
     return ast.fix_missing_locations(copied), lines
+
+
+def mutate_text(
+    source: str, operator_id: str, class_name: str, filename: str = "autograd_lab.py"
+) -> tuple[str, list[int]]:
+    """The mutated file as text, and the lines edited as ``mutate`` reports them. Only edited
+    statements are rewritten (``splice``): a mutant differs from the student's file only where
+    its bug is. Raises NotApplicable as ``mutate`` does (loader.LoadError if it does not parse)."""
+    tree = loader.parse(source, filename)
+    mutated, lines = mutate(loader.parse(source, filename), operator_id, class_name, in_place=True)
+    return splice.write_back(source, tree, mutated), lines

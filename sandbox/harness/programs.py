@@ -200,26 +200,30 @@ def _wrap_backwards(nodes: dict[str, Any], schedule: list[str]) -> None:
 
 API_X = 1.3
 API_Y = 0.6
+API_C = 0.5  # the plain float added to (and subtracted from) a node
+API_K = 2.5  # the plain float a node is multiplied (and divided) by
 
-API_OPERATIONS: dict[str, Callable[[Any, Any], Any]] = {
-    "add": lambda x, y: x + y,
-    "add_float": lambda x, y: x + 0.5,
-    "radd": lambda x, y: 0.5 + x,
-    "mul": lambda x, y: x * y,
-    "mul_float": lambda x, y: x * 2.5,
-    "rmul": lambda x, y: 2.5 * x,
-    "sub": lambda x, y: x - y,
-    "sub_float": lambda x, y: x - 0.5,
-    "rsub": lambda x, y: 0.5 - x,
-    "div": lambda x, y: x / y,
-    "div_float": lambda x, y: x / 2.5,
-    "rdiv": lambda x, y: 2.5 / x,
-    "pow": lambda x, y: x**3,
-    "neg": lambda x, y: -x,
-    "tanh": lambda x, y: x.tanh(),
-    "relu": lambda x, y: x.relu(),
-    "exp": lambda x, y: x.exp(),
-    "log": lambda x, y: x.log(),
+# Each operation on leaves x, y and plain floats c, k.
+Build = Callable[[Any, Any, float, float], Any]
+API_OPERATIONS: dict[str, Build] = {
+    "add": lambda x, y, c, k: x + y,
+    "add_float": lambda x, y, c, k: x + c,
+    "radd": lambda x, y, c, k: c + x,
+    "mul": lambda x, y, c, k: x * y,
+    "mul_float": lambda x, y, c, k: x * k,
+    "rmul": lambda x, y, c, k: k * x,
+    "sub": lambda x, y, c, k: x - y,
+    "sub_float": lambda x, y, c, k: x - c,
+    "rsub": lambda x, y, c, k: c - x,
+    "div": lambda x, y, c, k: x / y,
+    "div_float": lambda x, y, c, k: x / k,
+    "rdiv": lambda x, y, c, k: k / x,
+    "pow": lambda x, y, c, k: x**3,
+    "neg": lambda x, y, c, k: -x,
+    "tanh": lambda x, y, c, k: x.tanh(),
+    "relu": lambda x, y, c, k: x.relu(),
+    "exp": lambda x, y, c, k: x.exp(),
+    "log": lambda x, y, c, k: x.log(),
 }
 USES_Y = {"add", "mul", "sub", "div"}
 
@@ -240,28 +244,32 @@ def _reaches(result: Any, targets: list[Any]) -> bool:
     return not wanted
 
 
-def run_api(cls: type, make: Make) -> dict[str, Observation]:
+def run_api(
+    cls: type, make: Make, x: float = API_X, y: float = API_Y, c: float = API_C, k: float = API_K
+) -> dict[str, Observation]:
+    """Does each operation exist and build a linked node? On leaves ``x`` (> 0, for log) and ``y``,
+    with plain floats ``c`` and ``k`` (not 0) on the other side."""
     obs: dict[str, Observation] = {}
     try:
-        leaf = make(API_X)
+        leaf = make(x)
     except Exception as error:
         obs["construct"] = f"{type(error).__name__}: {error}"[:200]
         return obs
     obs["construct"] = "ok"
     for field in ("data", "grad", "_prev", "_op", "_backward"):
-        obs[f"field.{field}"] = _field(leaf, field)
+        obs[f"field.{field}"] = _field(leaf, field, x)
     obs["method.backward"] = callable(getattr(leaf, "backward", None))
     for op, build in API_OPERATIONS.items():
-        obs.update(_api_op(cls, make, op, build))
+        obs.update(_api_op(cls, make, op, build, (x, y, c, k)))
     return obs
 
 
-def _field(leaf: Any, field: str) -> Observation:
+def _field(leaf: Any, field: str, x: float) -> Observation:
     if not hasattr(leaf, field):
         return "missing"
     value = getattr(leaf, field)
     if field == "data":
-        return "ok" if read_float(value) == API_X else "wrong value"
+        return "ok" if read_float(value) == x else "wrong value"
     if field == "grad":
         return "ok" if read_float(value) == 0.0 else "not 0.0 on a new leaf"
     if field == "_prev":
@@ -274,10 +282,13 @@ def _field(leaf: Any, field: str) -> Observation:
     return "ok" if callable(value) else "not callable"
 
 
-def _api_op(cls: type, make: Make, op: str, build: Callable[[Any, Any], Any]) -> dict[str, Observation]:
+def _api_op(
+    cls: type, make: Make, op: str, build: Build, values: tuple[float, float, float, float]
+) -> dict[str, Observation]:
+    x_value, y_value, c, k = values
     try:
-        x, y = make(API_X), make(API_Y)
-        result = build(x, y)
+        x, y = make(x_value), make(y_value)
+        result = build(x, y, c, k)
         if not isinstance(result, cls):
             status = f"returned {type(result).__name__[:MAX_TEXT]}, not a graph node"
         elif not _reaches(result, [x, y] if op in USES_Y else [x]):

@@ -27,10 +27,8 @@ MUTANT: Final = "mutant"
 PROBE_END: Final = "probe_end"
 END: Final = "end"
 RecordKind = Literal["load", "obs", "err", "mutant", "probe_end", "end"]
-# Sent by a probe's child to the harness only (summarised before anything reaches the host).
-SCRIPT: Final = "script"
-SCRIPT_START: Final = "script_start"
-ORACLE: Final = "oracle"
+# Sent by a child to the harness only (summarised before anything reaches the host).
+STARTED: Final = "started"  # a script run reached student code (sent just before it runs)
 
 # --- probe kinds, as the plan names them -----------------------------------------------------------
 API: Final = "api"
@@ -51,8 +49,11 @@ TIMEOUT: Final = "timeout"
 DEADLINE: Final = "deadline"  # the whole run's time budget ran out
 OUTPUT_LIMIT: Final = "output_limit"
 RECORD_LIMIT: Final = "record_limit"
+BAD_RECORD: Final = "bad_record"  # the child sent a record outside its schema (reason says which)
 NOT_RUN: Final = "not_run"
-EndStatus = Literal["ok", "exited", "killed", "timeout", "deadline", "output_limit", "record_limit", "not_run"]
+EndStatus = Literal[
+    "ok", "exited", "killed", "timeout", "deadline", "output_limit", "record_limit", "bad_record", "not_run"
+]
 END_STATUSES: Final = frozenset(get_args(EndStatus))
 
 # Why a probe did not run (probe_end "reason" with status not_run; "gate" ends a mutation probe early).
@@ -74,14 +75,6 @@ SCRIPT_OUTCOMES: Final = frozenset(get_args(ScriptOutcome))
 # Mutant names that are not catalogue operators: the unmodified file, and the validity gate's copy.
 CLEAN: Final = "clean"
 EQUIVALENT: Final = "equivalent"
-
-# --- the grader's own programs on a mutant (mutant "oracle" status) --------------------------------
-NO_BASELINE: Final = "no_baseline"
-ERROR: Final = "error"
-OracleStatus = Literal[
-    "ok", "timeout", "deadline", "killed", "exited", "output_limit", "record_limit", "no_baseline", "error"
-]
-ORACLE_STATUSES: Final = frozenset(get_args(OracleStatus))
 
 # --- values that are not finite floats, as {marker: text} ------------------------------------------
 NONFINITE: Final = "nonfinite"  # text: nan, inf, -inf or overflow

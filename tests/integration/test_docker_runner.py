@@ -133,6 +133,11 @@ if pid == 0:
         except OSError as error:
             seen[name] = type(error).__name__
     seen["write_sandbox"] = can_write("/sandbox/planted")
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    seen["msgget"] = libc.msgget(0x1234, 0o1600) != -1
+    seen["semget"] = libc.semget(0x1235, 1, 0o1600) != -1
+    seen["dev_shm"] = os.path.exists("/dev/shm")
     try:
         os.kill(1, 9)
         seen["kill_pid1"] = "sent"
@@ -166,14 +171,18 @@ def test_what_a_submission_sees_from_inside(client: docker.DockerClient, image: 
     assert facts["plan"] == PLAN.decode()
     assert facts["modes"] == {
         "/sandbox/plan.json": ["0o400", 0],
-        "/sandbox/submission": ["0o555", 0],
-        "/sandbox/submission/autograd_lab.py": ["0o444", 0],
+        "/sandbox/submission": ["0o500", 0],
+        "/sandbox/submission/autograd_lab.py": ["0o400", 0],
     }
-    # As uid 10002: the plan is out of reach, the submission readable, /sandbox not writable.
+    # As uid 10002: the plan and the submission (children get their own task) are out of reach,
+    # /sandbox not writable.
     assert facts["student"] == {
         "plan": "PermissionError",
-        "submission": "read",
+        "submission": "PermissionError",
         "write_sandbox": False,
+        "msgget": False,  # no System V queue or semaphore can carry anything between runs
+        "semget": False,
+        "dev_shm": False,
         "kill_pid1": "PermissionError",
     }
     assert result.stderr_tail == b"done\n"

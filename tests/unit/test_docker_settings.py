@@ -225,8 +225,8 @@ def test_container_is_created_with_exactly_the_trust_boundary_settings() -> None
             Ulimit(name="nofile", soft=256, hard=256),
         ],
         "init": True,
-        "ipc_mode": "private",
-        "shm_size": "8m",
+        "ipc_mode": "none",
+        "sysctls": {"kernel.msgmni": "0", "kernel.sem": "0 0 0 0"},
         "log_config": LogConfig(type="json-file", config={"max-size": "1m", "max-file": "1"}),
         "environment": {
             "HOME": "/tmp",
@@ -270,8 +270,8 @@ def test_inputs_go_into_the_volume_before_start_with_root_owned_modes() -> None:
         assert sorted(members) == ["plan.json", "submission", "submission/autograd_lab.py"]
         plan, folder, source = members["plan.json"], members["submission"], members["submission/autograd_lab.py"]
         assert plan.isfile() and plan.mode == 0o400  # the student uid cannot read the plan
-        assert folder.isdir() and folder.mode == 0o555
-        assert source.isfile() and source.mode == 0o444
+        assert folder.isdir() and folder.mode == 0o500
+        assert source.isfile() and source.mode == 0o400
         for member in members.values():
             assert (member.uid, member.gid) == (0, 0)
         assert tar.extractfile(plan).read() == b'{"probes": []}'  # type: ignore[union-attr]

@@ -2,22 +2,28 @@
 
 Rendered Markdown is checked by what a CommonMark renderer makes of it (markdown-it-py, with
 tables and raw HTML on, as many LMS renderers allow), not by snapshots of the whole text.
+Autolinks are checked with the renderers that make them: markdown-it-py with linkify on, and
+GitHub's cmark-gfm (cmarkgfm) with its autolink extension.
 """
 
 from __future__ import annotations
 
+import re
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
+import cmarkgfm
 import markdown_it
 import pytest
+from cmarkgfm.cmark import Options
 from result_builders import make_check, make_submission
 
 from grader.report.markdown import (
     MAX_COMPARISONS,
     MAX_LISTED,
     MAX_OUTPUT_LINES,
+    WORD_JOINER,
     code_block,
     escape_inline,
     render_markdown,
@@ -61,7 +67,10 @@ def submission(*checks: CheckResult, **overrides: Any) -> SubmissionResult:
 
 
 class _Page(HTMLParser):
-    """Tags, visible text and table cells of rendered Markdown."""
+    """Tags, visible text and table cells of rendered Markdown.
+
+    Text is what a reader sees: the invisible word joiners that keep URLs from becoming links are dropped.
+    """
 
     def __init__(self) -> None:
         super().__init__()  # convert_charrefs: entities arrive as the characters they stand for
@@ -85,6 +94,7 @@ class _Page(HTMLParser):
             self._cell = None
 
     def handle_data(self, data: str) -> None:
+        data = data.replace(WORD_JOINER, "")
         self.chunks.append(data)
         if self._cell is not None:
             self._cell.append(data)
@@ -458,3 +468,201 @@ def test_write_markdown(tmp_path: Path) -> None:
     target = tmp_path / "out" / "ada.md"
     write_markdown(result, target)
     assert target.read_text(encoding="utf-8") == render_markdown(result)
+
+
+# ---------------------------------------------------------------- autolinks
+
+
+def linkify_html(markdown: str) -> str:
+    """markdown-it-py with linkify on (linkify-it-py): bare URLs, www. and e-mails become links."""
+    md = markdown_it.MarkdownIt("commonmark", {"html": True, "linkify": True}).enable(["table", "linkify"])
+    return str(md.render(markdown))
+
+
+def gfm_linkify_html(markdown: str) -> str:
+    """markdown-it-py's GFM-like preset (tables, strikethrough, linkify)."""
+    return str(markdown_it.MarkdownIt("gfm-like", {"html": True, "linkify": True}).render(markdown))
+
+
+def github_html(markdown: str) -> str:
+    """GitHub's own renderer: cmark-gfm with its autolink extension (raw HTML kept)."""
+    return str(cmarkgfm.github_flavored_markdown_to_html(markdown, options=Options.CMARK_OPT_UNSAFE))
+
+
+# An LMS URL filter runs on the rendered page's text, after entities and backslash escapes are gone
+# (Moodle's "Convert URLs into links", comment boxes that link "http..." and "www..."): this stands
+# for them, linking what they link in what a reader sees.
+_URL_FILTER = re.compile(r"(?i)(?<![\w/])(?:[a-z][a-z0-9+.-]*://|www\.)[^\s<]+|[\w.+-]+@[a-z0-9-]+(?:\.[a-z0-9-]+)+")
+
+
+def url_filter_html(markdown: str) -> str:
+    """The page's text with what the filter links marked as links; code is left alone, as filters do."""
+    return _raw_text(linkify_html(markdown), link=True)
+
+
+def _raw_text(html: str, *, link: bool = False) -> str:
+    """The visible text of a page, joiners and all; with `link`, text outside code is run through the URL filter."""
+
+    class _Text(HTMLParser):
+        def __init__(self) -> None:
+            super().__init__()
+            self.chunks: list[str] = []
+            self.code = 0
+
+        def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+            self.code += tag in ("pre", "code")
+
+        def handle_endtag(self, tag: str) -> None:
+            self.code -= tag in ("pre", "code")
+
+        def handle_data(self, data: str) -> None:
+            if link and not self.code:
+                data = _URL_FILTER.sub(lambda match: f'<a href="{match.group()}">{match.group()}</a>', data)
+            self.chunks.append(data)
+
+    parser = _Text()
+    parser.feed(html)
+    parser.close()
+    return "".join(parser.chunks)
+
+
+LINKIFIERS = {
+    "markdown-it+linkify": linkify_html,
+    "gfm-like+linkify": gfm_linkify_html,
+    "cmark-gfm": github_html,
+    "LMS URL filter": url_filter_html,
+}
+
+# GFM's autolink literals (scheme://, www., e-mail, mailto:, xmpp:), with hosts every linkifier
+# accepts (a known TLD, an IP, no dot at all after a scheme).
+AUTOLINKS = (
+    "http://evil.example/x",
+    "https://evil.com/login?next=/grades#top",
+    "HTTPS://EVIL.COM",
+    "ftp://files.evil.com/a.py",
+    "http://evil/x.png",
+    "http://user:pw@127.0.0.1:8080/",
+    "www.evil.example",
+    "WWW.Evil.Com/path",
+    "a@b.example",
+    "first.last+tag@mail.evil.com",
+    "mailto:a@b.example",
+    "MAILTO:grader@evil.com",
+    "xmpp:a@b.example/resource",
+)
+# linkify-it's fuzzy links (no scheme, no www.): not GFM autolinks, and the backslash before every
+# "." already keeps markdown-it from linking them.
+FUZZY = ("evil.com", "see evil.com/x", "//evil.com/x")
+CONTEXTS = {
+    "paragraph": "{}",
+    "in a sentence": "Expected 4.5, got {} instead.",
+    "in parentheses": "see ({})",
+    "emphasised": "*{}* _{}_ ~{}~",
+    "list item": "- {}",
+    "heading": "### {}",
+    "table cell": "| Observed | Match |\n| --- | --- |\n| {} | no |",
+}
+
+
+def _reads(html: str) -> str:
+    return _raw_text(html).replace(WORD_JOINER, "")
+
+
+@pytest.mark.parametrize("renderer", LINKIFIERS)
+@pytest.mark.parametrize("url", AUTOLINKS + FUZZY)
+def test_urls_and_emails_in_student_text_never_become_links(url: str, renderer: str) -> None:
+    render = LINKIFIERS[renderer]
+    for context, template in CONTEXTS.items():
+        html = render(template.replace("{}", escape_inline(url)))
+        assert "<a" not in html.lower(), (context, html)
+        # Still readable: every copy reads the same, apart from the invisible joiners.
+        assert _reads(html).count(url) == template.count("{}"), (context, html)
+
+
+@pytest.mark.parametrize("url", AUTOLINKS)
+def test_each_autolink_tested_is_live_without_the_joiners(url: str) -> None:
+    # The test above means something: escaping alone (entities, backslashes) leaves each of these a
+    # link in some renderer, because autolinking runs on the decoded text.
+    escaped = escape_inline(url).replace(WORD_JOINER, "")
+    assert escaped != escape_inline(url)
+    assert any("<a" in render(escaped) for render in LINKIFIERS.values()), escaped
+
+
+@pytest.mark.parametrize("url", FUZZY)
+def test_each_fuzzy_link_tested_is_live_unescaped(url: str) -> None:
+    assert "<a" in linkify_html(url)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Value.backward",
+        "autograd_lab.py",
+        "4.5",
+        "{'a': 1}",
+        "ratio 1:2 at 12:30",
+        "?@[",
+        "x @ y",
+        "javascript:alert(1)",
+    ],
+)
+def test_text_without_an_autolink_gets_no_joiners(text: str) -> None:
+    assert WORD_JOINER not in escape_inline(text)
+
+
+def test_joiners_break_each_trigger() -> None:
+    wj = WORD_JOINER
+    assert escape_inline("http://a.example") == f"http:{wj}//a\\.example"
+    assert escape_inline("www.a.example") == f"www{wj}\\.a\\.example"
+    assert escape_inline("a@b.example") == f"a{wj}@{wj}b\\.example"
+    assert escape_inline("mailto:a@b.example") == f"mailto:{wj}a{wj}@{wj}b\\.example"
+    assert escape_inline("ping @octocat") == f"ping {wj}@{wj}octocat"  # a GitHub @mention
+
+
+LINKS = "Visit http://evil.example/phish or www.evil.com, mail help@evil.com (mailto:help@evil.com)."
+
+
+def hostile_links() -> SubmissionResult:
+    links = LINKS
+    return submission(
+        check("fields", "api"),
+        check(
+            "grads",
+            "trace",
+            outcome=Outcome.FAILED,
+            message=links,
+            comparisons=(Comparison(links, "4.5", links, False),),
+            misconception=links,
+            hint=links,
+            notes=(links,),
+            output=links,
+        ),
+        student="eve http://evil.example",
+        filename="www.evil.com.py",
+        status_detail=links,
+        step5_note=links,
+        review=(links,),
+        load=LoadReport(ok=True, mode="definitions", class_name="Value", notices=(links,)),
+    )
+
+
+@pytest.mark.parametrize("renderer", LINKIFIERS)
+def test_whole_feedback_has_no_autolinks(renderer: str) -> None:
+    markdown = render_markdown(hostile_links())
+    html = LINKIFIERS[renderer](markdown)
+    assert "<a" not in html.lower(), html
+    visible = _reads(html)
+    assert "eve http://evil.example" in visible and "www.evil.com.py" in visible
+    # Status, notice, review flag, message, two table cells, note, misconception, hint, and the output.
+    assert visible.count(LINKS) == 10
+
+
+@pytest.mark.parametrize("renderer", ["markdown-it+linkify", "gfm-like+linkify", "cmark-gfm"])
+def test_urls_in_code_blocks_stay_as_printed_and_are_not_links(renderer: str) -> None:
+    # Autolinks never apply inside code, so printed output keeps its URLs exactly (no joiners).
+    output = "\n".join(AUTOLINKS + FUZZY)
+    block = code_block(output)
+    assert WORD_JOINER not in block
+    html = LINKIFIERS[renderer](block)
+    assert "<a" not in html.lower()
+    assert pre_texts(html) == [output + "\n"]

@@ -9,8 +9,11 @@ battery of small graphs shows that it computes something different from the unmu
 from __future__ import annotations
 
 import ast
+import copy
+import difflib
 import math
 import re
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -27,9 +30,12 @@ from grader.mutate import (
     INFO,
     STEP5,
     NotApplicable,
+    graded_class,
     mutate,
     mutate_source,
+    mutate_text,
 )
+from sandbox.harness import splice
 
 REPO = Path(__file__).resolve().parents[2]
 REFERENCE_SOURCE = (REPO / "reference" / "autograd_lab.py").read_text(encoding="utf-8")
@@ -1096,3 +1102,299 @@ def test_the_equivalent_guard_changes_code_but_not_behaviour() -> None:
     original = battery(engine_from(REFERENCE_SOURCE, "Value"))
     copy = battery(engine_from(REFERENCE_SOURCE, "Value", EQUIVALENT))
     assert not differs(copy, original), first_difference(copy, original)
+
+
+# --- 7. the graded class is the one Python binds ----------------------------------------------------
+
+_BROKEN_LAST = HANDOUT.replace("self.grad += out.grad * other.data", "self.grad = out.grad * other.data").split(
+    "\n\n\nclass Value:", 1
+)[1]
+
+
+def test_a_correct_decoy_defined_first_is_not_the_graded_class() -> None:
+    source = HANDOUT + "\n\nclass Value:" + _BROKEN_LAST
+    tree = ast.parse(source)
+    classes = [n for n in tree.body if isinstance(n, ast.ClassDef)]
+    assert len(classes) == 2 and graded_class(tree, "Value") is classes[-1]
+    _, lines = mutate(tree, "acc_add", "Value")
+    assert all(line > classes[0].end_lineno for line in lines)  # type: ignore[operator]
+    # The mutated file's engine (the last class, the one Python binds) is the one edited.
+    value = load_engine(mutate(tree, FORCED_FAIL, "Value")[0], "Value")
+    with pytest.raises(RuntimeError, match="forced-fail"):
+        value(1.0)
+
+
+@pytest.mark.parametrize(
+    ("tail", "binder"),
+    [
+        ("Value = int\n", "an assignment"),
+        ("from fractions import Fraction as Value\n", "an import"),
+        ("def Value(x):\n    return x\n", "a def"),
+        ("if True:\n    pass\nelse:\n    class Value:\n        pass\n", "a class statement inside a block"),
+        ("for Value in [int]:\n    pass\n", "an assignment"),
+    ],
+)
+def test_a_later_rebinding_of_the_engine_name_is_not_applicable(tail: str, binder: str) -> None:
+    source = HANDOUT + "\n\n" + tail
+    line = len(HANDOUT.splitlines()) + 3 + tail.split("\n").index(next(t for t in tail.split("\n") if "Value" in t))
+    with pytest.raises(NotApplicable, match=re.escape(f"Value is bound last by {binder} at line {line}")):
+        mutate(ast.parse(source), "acc_mul", "Value")
+    with pytest.raises(NotApplicable):
+        mutate_text(source, "acc_mul", "Value")
+
+
+def test_an_alias_of_the_engine_class_grades_that_class() -> None:
+    tree = ast.parse(SCALAR + "\nValue = Scalar\n")
+    assert graded_class(tree, "Value").name == "Scalar"
+    assert mutate_text(SCALAR + "\nValue = Scalar\n", STEP5, "Value")[1] == mutate(ast.parse(SCALAR), STEP5, "Value")[1]
+    # An alias of something that is not a top-level class, as bound at that line, is not.
+    for tail in ("\nValue = Other\nclass Other:\n    pass\n", "\nValue = math\n"):
+        with pytest.raises(NotApplicable, match="bound last by an assignment"):
+            graded_class(ast.parse(SCALAR + tail), "Value")
+
+
+def test_a_binding_before_the_class_does_not_matter() -> None:
+    tree = ast.parse("Value = None\n" + HANDOUT)
+    assert graded_class(tree, "Value") is tree.body[-1]
+
+
+def test_the_misnamed_fallback_takes_the_last_of_equal_scores() -> None:
+    scalar = SCALAR.split("\n\n\nclass Scalar:", 1)[1]
+    source = SCALAR + "\n\nclass Other:" + scalar.replace("Scalar", "Other")
+    tree = ast.parse(source)
+    assert graded_class(tree, "Value").name == "Other"
+    # A class whose own name is rebound later is not a candidate.
+    tree = ast.parse(source + "\nOther = None\n")
+    assert graded_class(tree, "Value").name == "Scalar"
+
+
+def test_graded_class_is_the_rule_everything_uses() -> None:
+    from sandbox.harness import mutate as harness_mutate
+
+    assert harness_mutate.find_class is graded_class
+    assert "last" in (graded_class.__doc__ or "")
+
+
+# --- 8. mutants as splices of the student's own text --------------------------------------------------
+
+
+def _engine_files() -> list[tuple[str, str]]:
+    found = [("reference", REFERENCE_SOURCE)]
+    for path in [
+        *sorted(REPO.glob("tests/cases/*/autograd_lab.py")),
+        *sorted(REPO.glob("submissions/*/autograd_lab.py")),
+    ]:
+        found.append((str(path.parent.relative_to(REPO)), path.read_text(encoding="utf-8")))
+    found += [(f"layout:{name}", source) for name, (source, _) in LAYOUTS.items()]
+    found += [(f"gap:{name}", source) for name, (source, _, _) in GAPS.items()]
+    return found
+
+
+ENGINE_FILES = _engine_files()
+
+
+def _parsed(source: str) -> ast.Module | None:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return ast.parse(source)
+    except SyntaxError:
+        return None
+
+
+def _edited_spans(tree: ast.Module, lines: list[int]) -> list[tuple[int, int]]:
+    """The smallest statement around each reported line: the only place a splice may touch."""
+    spans = []
+    for line in lines:
+        around = [n for n in ast.walk(tree) if isinstance(n, ast.stmt) and n.lineno <= line <= n.end_lineno]  # type: ignore[operator]
+        smallest = min(around, key=lambda n: n.end_lineno - n.lineno)  # type: ignore[operator]
+        spans.append((smallest.lineno, smallest.end_lineno or smallest.lineno))
+    return spans
+
+
+def _assert_spliced(source: str, mutated: ast.Module, op_id: str, text: str, lines: list[int], label: str) -> None:
+    """``text`` parses to ``mutated`` (``mutate``'s tree) and differs from ``source`` only there."""
+    tree = _parsed(source)
+    assert tree is not None
+    assert ast.dump(_parsed(text) or ast.Module(body=[], type_ignores=[])) == ast.dump(mutated), label
+    before, after = source.splitlines(keepends=True), text.splitlines(keepends=True)
+    opcodes = difflib.SequenceMatcher(None, before, after, autojunk=False).get_opcodes()
+    changed = [tag for tag, *_ in opcodes if tag != "equal"]
+    assert changed, label
+    if op_id in (FORCED_FAIL, EQUIVALENT):
+        # Taking the inserted statements out again gives the original, byte for byte.
+        statement = {FORCED_FAIL: "raise RuntimeError('forced-fail mutant: every method raises')"}.get(
+            op_id, "_unchanged_ = None"
+        )
+        restored = re.sub(rf"^[ \t]*{re.escape(statement)}(\r\n|\n)", "", text, flags=re.MULTILINE)
+        assert restored.replace(statement + "; ", "") == source, label
+        return
+    assert len(after) == len(before), label  # later lines keep their numbers
+    spans = _edited_spans(tree, lines)
+    for tag, i1, i2, _, _ in opcodes:
+        if tag != "equal":
+            outside = [i + 1 for i in range(i1, i2) if not any(a <= i + 1 <= b for a, b in spans)]
+            assert not outside, (label, outside, spans)
+
+
+@pytest.mark.parametrize("op_id", [*CATALOGUE_IDS, FORCED_FAIL, EQUIVALENT])
+def test_mutate_text_splices_exactly_the_mutated_tree_into_every_engine(op_id: str) -> None:
+    applied = 0
+    for label, source in ENGINE_FILES:
+        tree = _parsed(source)
+        if tree is None:
+            continue
+        try:
+            mutated, expected_lines = mutate(tree, op_id, "Value", in_place=True)
+        except NotApplicable:
+            with pytest.raises(NotApplicable):
+                mutate_text(source, op_id, "Value")
+            continue
+        text, lines = mutate_text(source, op_id, "Value")
+        assert lines == expected_lines, label
+        _assert_spliced(source, mutated, op_id, text, lines, label)
+        applied += 1
+    assert applied >= 20, f"{op_id} applied to only {applied} engines"
+
+
+def test_mutants_keep_every_comment_and_the_original_spelling() -> None:
+    text, lines = mutate_text(REFERENCE_SOURCE, STEP5, "Value")
+    comments = [line for line in REFERENCE_SOURCE.splitlines() if "#" in line]
+    assert all(comment in text.splitlines() for comment in comments)
+    assert '"""A8 lab: a scalar reverse-mode autograd engine' in text
+    changed = [
+        i + 1 for i, (a, b) in enumerate(zip(REFERENCE_SOURCE.splitlines(), text.splitlines(), strict=True)) if a != b
+    ]
+    assert changed == lines
+
+
+def test_forced_fail_text_raises_and_keeps_the_file() -> None:
+    text, _ = mutate_text(REFERENCE_SOURCE, FORCED_FAIL, "Value")
+    assert [line for line in text.splitlines() if "forced-fail" not in line] == REFERENCE_SOURCE.splitlines()
+    value = load_engine(ast.parse(text), "Value")
+    with pytest.raises(RuntimeError, match="forced-fail"):
+        value(1.0)
+
+
+def test_mutate_source_is_the_spliced_text() -> None:
+    assert mutate_source(REFERENCE_SOURCE, "acc_add", "Value") == mutate_text(REFERENCE_SOURCE, "acc_add", "Value")
+
+
+# One-line methods and closures, tabs, decorators, non-ASCII before an edit, an elif, a
+# statement spread over lines with comments inside, and a helper defined before the class.
+TRICKY = '''# -*- coding: utf-8 -*-
+"""Ünïcödé — a docstring."""
+import math
+
+def _lift(x):
+\treturn x if isinstance(x, Value) else Value(x)
+
+class Value:
+\t_backward = staticmethod(lambda: None)
+
+\tdef __init__(self, data, kids=(), op=""): self.tag = "λ→"; self.data = data; self.grad = 0.0; self._prev = set(kids)
+
+\tdef __add__(self, other):
+\t\tother = _lift(other)
+\t\tout = Value(self.data + other.data,   # sum — forward
+\t\t            (self, other), "+")
+\t\tdef _backward():
+\t\t\tself.grad += (out.grad   # upstream
+\t\t\t              * 1.0)
+\t\t\tother.grad += out.grad
+\t\tout._backward = _backward
+\t\treturn out
+
+\tdef __mul__(self, other):
+\t\tother = _lift(other)
+\t\tout = Value(self.data * other.data, (self, other), "*")
+\t\tdef _backward(): self.grad += other.data * out.grad; other.grad += self.data * out.grad
+\t\tout._backward = _backward
+\t\treturn out
+
+\t@staticmethod
+\tdef zero(): return Value(0.0)
+
+\tdef relu(self):
+\t\tout = Value(self.data if self.data > 0 else 0.0, (self,), "relu")
+\t\tdef _backward():
+\t\t\tif self.data > 0:
+\t\t\t\tself.grad += out.grad
+\t\t\telif self.data == 0:  # kink
+\t\t\t\tpass
+\t\tout._backward = _backward
+\t\treturn out
+
+\tdef backward(self):
+\t\t"""Reverse sweep."""
+\t\ttopo, seen = [], set()
+\t\tdef build(v):
+\t\t\tif v not in seen:
+\t\t\t\tseen.add(v)
+\t\t\t\tfor c in v._prev: build(c)
+\t\t\t\ttopo.append(v)
+\t\tbuild(self)
+\t\tself.grad = 1.0
+\t\tfor v in reversed(topo):   # reverse order
+\t\t\tv._backward()
+
+\tdef __neg__(self): return self * -1
+\tdef __radd__(self, other): return self + other
+\tdef __sub__(self, other): return self + (-other)
+\tdef __rsub__(self, other): return other + (-self)
+\tdef __rmul__(self, other): return self * other
+'''
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n"], ids=["lf", "crlf"])
+def test_splices_survive_unusual_layouts(newline: str) -> None:
+    source = TRICKY.replace("\n", newline)
+    tree = ast.parse(source)
+    assert battery(load_engine(tree, "Value"))  # a working engine
+    applied = []
+    for op_id in [*CATALOGUE_IDS, FORCED_FAIL, EQUIVALENT]:
+        try:
+            text, lines = mutate_text(source, op_id, "Value")
+        except NotApplicable:
+            continue
+        applied.append(op_id)
+        _assert_spliced(source, mutate(tree, op_id, "Value")[0], op_id, text, lines, op_id)
+        assert text.count("\r\n") == (text.count("\n") if newline == "\r\n" else 0), op_id
+        assert "λ→" in text and "# sum — forward" in text
+    assert {"acc_add", "acc_mul", "seed_leaf_one", "loc_relu_gate", "topo_not_reversed", "topo_no_visited"} <= set(
+        applied
+    )
+    assert {FORCED_FAIL, EQUIVALENT, "fwd_neg", "fwd_sub", "fwd_rsub", "fwd_radd", "fwd_rmul"} <= set(applied)
+
+
+def test_splice_details_on_unusual_layouts() -> None:
+    text, _ = mutate_text(TRICKY, "seed_leaf_one", "Value")
+    assert 'self.tag = "λ→"; self.data = data; self.grad = 1.0; self._prev' in text
+    text, _ = mutate_text(TRICKY, "acc_mul", "Value")
+    assert "\t\tdef _backward(): self.grad = other.data * out.grad; other.grad = self.data * out.grad\n" in text
+    text, _ = mutate_text(TRICKY, "topo_not_reversed", "Value")
+    assert "\t\tfor v in topo:   # reverse order\n" in text
+    text, _ = mutate_text(TRICKY, "acc_add", "Value")
+    assert "\t\t\tself.grad = out.grad * 1.0\n\n\t\t\tother.grad = out.grad\n" in text  # a blank line keeps numbering
+    text, _ = mutate_text(TRICKY, FORCED_FAIL, "Value")
+    assert "\tdef zero(): raise RuntimeError('forced-fail mutant: every method raises'); return Value(0.0)\n" in text
+    assert '\t\t"""Reverse sweep."""\n\t\traise RuntimeError(' in text
+
+
+def test_splice_rewrites_an_elif_header_only() -> None:
+    source = "if a:\n    x = 1\nelif b:  # note\n    x = 2  # two\nelse:\n    x = 3\n"
+    old = ast.parse(source)
+    new = copy.deepcopy(old)
+    elif_ = new.body[0].orelse[0]  # type: ignore[attr-defined]
+    elif_.test = ast.Name("c", ast.Load())
+    assert splice.splice(source, old, new) == source.replace("elif b:", "elif c:")
+
+
+def test_write_back_falls_back_to_the_enclosing_statement() -> None:
+    source = "import math  # keep\n\n\ndef f():\n    a = 1  # gone\n    b = 2\n    return a\n\n\nX = 3  # kept\n"
+    old = ast.parse(source)
+    new = copy.deepcopy(old)
+    del new.body[1].body[1]  # type: ignore[attr-defined]
+    text = splice.write_back(source, old, new)
+    assert ast.dump(ast.parse(text)) == ast.dump(new)
+    assert text.startswith("import math  # keep\n") and text.endswith("X = 3  # kept\n")

@@ -13,7 +13,7 @@ import pytest
 
 from grader.judge.expected import compute_expected
 from grader.judge.parse import MAX_LINE, MAX_TEXT, parse_output
-from grader.judge.records import ErrorInfo, OracleRun, SandboxReport, Unreadable
+from grader.judge.records import ErrorInfo, SandboxReport, Unreadable
 from grader.judge.verdicts import judge
 from grader.plan import Plan, build_plan
 from grader.results import Outcome
@@ -155,6 +155,7 @@ def test_long_strings_are_capped(plan: Plan) -> None:
         {"t": "mutant", "probe": "mutation", "mutant": "not_in_plan", "script": {"outcome": "passed"}},
         {"t": "mutant", "probe": "part1", "mutant": "clean", "script": {"outcome": "passed"}},
         {"t": "mutant", "probe": "mutation", "mutant": "acc_add", "oracle": {"status": "ok", "differs": "part1"}},
+        {"t": "mutant", "probe": "mutation", "mutant": "acc_add", "script": "passed"},
         {"t": "mutant", "probe": "mutation", "mutant": "acc_add"},
         {"t": "mystery", "probe": "part1"},
         {"probe": "part1"},
@@ -204,18 +205,17 @@ def test_duplicates_are_counted_and_the_first_is_kept(plan: Plan) -> None:
     assert clean is not None and clean.outcome == "passed"
 
 
-def test_mutant_records_keep_only_planned_oracle_probes(plan: Plan) -> None:
+def test_mutant_records_keep_only_well_formed_fields(plan: Plan) -> None:
     record = {
         "t": "mutant",
         "probe": "mutation",
         "mutant": "acc_add",
         "script": {"outcome": "failed", "exception": "AssertionError", "line": 12, "lines": [3, "x", 4]},
-        "oracle": {"status": "ok", "differs": ["part1", "made_up", 7]},
+        "oracle": {"status": "ok", "differs": ["part1"]},  # no longer read: nothing a run says removes a bug
     }
     report = parse(plan, line(record))
     assert report.dropped == 0
     kept = report.probes["mutation"].mutants["acc_add"]
-    assert kept.oracle == OracleRun("ok", ("part1",))
     assert kept.script is not None
     assert (kept.script.outcome, kept.script.line, kept.script.lines) == ("failed", 12, (3, 4))
 

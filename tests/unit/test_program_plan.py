@@ -256,16 +256,15 @@ def test_plan_header(rubric) -> None:
     assert body["student"] == {}  # the local runner cannot switch users
     isolated = json.loads(build_plan(rubric, seed=5, visible_only=False).to_bytes(rubric, nonce=NONCE, isolate=True))
     assert isolated["student"] == {"uid": 10002, "gid": 10002, "reap": True}
-    assert [p["id"] for p in body["probes"]][:2] == ["api", "part1"]
+    assert [p["id"] for p in body["probes"]][:3] == ["api", "api_random", "part1"]
     assert {p["kind"] for p in body["probes"]} == {"api", "program", "mutation"}
     # The mutation probe runs last, names the Step-5 and forced-fail mutants first, then the
-    # rest of the catalogue, and uses every program probe as the grader's own checks.
+    # rest of the catalogue. It carries no program: student code on a mutant never sees an input.
     mutation = body["probes"][-1]
     assert (mutation["id"], mutation["kind"]) == ("mutation", "mutation")
     assert mutation["mutants"][:2] == ["acc_mul", "forced_fail"]
     assert sorted(mutation["mutants"][2:]) == sorted(op.id for op in CATALOGUE if op.id != "acc_mul")
-    assert mutation["oracle"] == [p["id"] for p in body["probes"] if p["kind"] == "program"]
-    assert "programs" not in mutation
+    assert "programs" not in mutation and "oracle" not in mutation
 
 
 def test_hidden_probes_differ_across_seeds_and_fixed_ones_do_not(rubric) -> None:
@@ -274,6 +273,9 @@ def test_hidden_probes_differ_across_seeds_and_fixed_ones_do_not(rubric) -> None
     hidden = {c.probe for c in rubric.checks if c.visibility is not Visibility.VISIBLE}
     assert len(hidden) >= 20
     for probe_id in hidden:
+        if a.probe(probe_id).kind == "api":  # the api twin: drawn leaves, no program
+            assert a.probe(probe_id).api_inputs != b.probe(probe_id).api_inputs, probe_id
+            continue
         assert a.probe(probe_id).programs != b.probe(probe_id).programs, probe_id
         leaves_a = [p["leaves"] for p in a.probe(probe_id).programs]
         leaves_b = [p["leaves"] for p in b.probe(probe_id).programs]

@@ -1,0 +1,126 @@
+"""The bug-injection probe: the student's own checks against copies of their own file.
+
+First the validity gate: ``python autograd_lab.py`` must pass on the file as submitted. Then,
+in an order drawn afresh for every run and unknown to student code, several behaviour-
+identical copies (``equivalents``: different harmless edits each run) and one mutant per
+catalogue bug (``mutate.mutate_text``), every one in its own child with its own empty scratch
+folder. Honest checks pass on every copy; checks of the file's text cannot tell a copy from a
+mutant by its formatting or by a fixed edit. The host counts every bug that applies (see
+``grader.judge.bug_injection``): nothing a mutant does at run time takes it out of the count.
+"""
+
+from __future__ import annotations
+
+import random
+import secrets
+from typing import TYPE_CHECKING, Any
+
+from . import equivalents, loader, mutate, scripts, wire
+from .child_records import ScriptRecords
+
+if TYPE_CHECKING:
+    from .supervisor import Supervisor
+
+EQUIVALENT_COPIES = 3
+
+
+class MutationProbe:
+    def __init__(self, supervisor: Supervisor, probe: dict[str, Any]) -> None:
+        self.sup = supervisor
+        self.probe_id = probe["id"]
+        self.mutants: list[str] = list(probe.get("mutants", []))
+        self.order = random.Random(secrets.randbits(64))  # never seen by student code
+
+    def emit(self, name: str, **fields: Any) -> None:
+        self.sup.emit({"t": wire.MUTANT, "probe": self.probe_id, "mutant": name, **fields})
+
+    def end(self, reason: str = "") -> None:
+        record = {"t": wire.PROBE_END, "probe": self.probe_id, "status": wire.OK}
+        self.sup.emit({**record, "reason": reason} if reason else record)
+
+    # --- one run of the student's checks --------------------------------------------------------------
+
+    def script(self, text: str, timeout: float, *, keep_output: bool = False) -> dict[str, Any]:
+        task = {
+            "kind": "script",
+            "filename": self.sup.filename,
+            "text": text,
+            "stand_ins": self.sup.plan.get("stand_ins", []),
+        }
+        records, summary = self.sup.runs.run(task, ScriptRecords(), timeout=timeout, progress_resets=False)
+        status = summary.get("status")
+        out: dict[str, Any]
+        if status == wire.NOT_RUN:
+            out = {"outcome": wire.NOT_RUN, "message": "the grading time budget ran out before this run"}
+        elif not records and status not in (wire.TIMEOUT, wire.DEADLINE):
+            # The grader's own set-up never reached student code: never a catch, never a pass.
+            out = {"outcome": wire.NOT_RUN, "message": "the grader could not start this run"}
+        elif status in (wire.TIMEOUT, wire.DEADLINE):
+            out = {"outcome": wire.TIMEOUT if status == wire.TIMEOUT else wire.NOT_RUN, "limit": round(timeout, 2)}
+        elif status == wire.OUTPUT_LIMIT:
+            out = {"outcome": wire.FAILED, "exception": "OutputLimit", "message": "printed more than 4 MiB"}
+        elif status == wire.KILLED:
+            out = {"outcome": wire.CRASHED, "message": f"the process died ({summary.get('signal')})"}
+        else:
+            out = scripts.outcome_from(summary.get("exit_code"), str(summary.get("output_tail", "")), self.sup.filename)
+        out["elapsed"] = summary.get("elapsed", 0.0)
+        if keep_output:
+            out["output"] = str(summary.get("output", ""))[:4000]
+        return out
+
+    # --- the probe -----------------------------------------------------------------------------------
+
+    def run(self) -> None:
+        clean = self.script(self.sup.source, self.sup.script_seconds, keep_output=True)
+        self.emit(wire.CLEAN, script=clean)
+        if clean["outcome"] != wire.PASSED:
+            self.end(wire.REASON_GATE)
+            return
+        limit = min(self.sup.script_seconds, 2.0 + 5.0 * float(clean["elapsed"]))
+        texts: dict[str, tuple[str, list[int]]] = {}
+        results: dict[str, dict[str, Any]] = {}
+        for name in self.mutants:
+            try:
+                texts[name] = mutate.mutate_text(self.sup.source, name, self.sup.engine.class_name, self.sup.filename)
+            except (mutate.NotApplicable, loader.LoadError) as why:
+                results[name] = {"outcome": wire.NOT_APPLICABLE, "reason": str(why)[:300]}
+        copies = self._equivalent_copies()
+        runs: list[tuple[str, str]] = [(name, text) for name, (text, _) in texts.items()]
+        runs += [(f"{wire.EQUIVALENT}#{i}", text) for i, text in enumerate(copies)]
+        self.order.shuffle(runs)
+        for name, text in runs:
+            results[name] = self.script(text, limit)
+        failing_copy = next(
+            (
+                results[f"{wire.EQUIVALENT}#{i}"]
+                for i in range(len(copies))
+                if results[f"{wire.EQUIVALENT}#{i}"]["outcome"] != wire.PASSED
+            ),
+            None,
+        )
+        if not copies:
+            self.emit(wire.EQUIVALENT, script={"outcome": wire.NOT_APPLICABLE, "reason": "no harmless edit applies"})
+        else:
+            self.emit(wire.EQUIVALENT, script=failing_copy or results[f"{wire.EQUIVALENT}#0"])
+        if failing_copy is not None:
+            self.end(wire.REASON_GATE)
+            return
+        self._report_mutants(texts, results)
+        self.end()
+
+    def _equivalent_copies(self) -> list[str]:
+        copies: list[str] = []
+        for _ in range(EQUIVALENT_COPIES):
+            try:
+                text, _ = equivalents.equivalent_text(self.sup.source, self.sup.engine.class_name, self.order)
+            except (mutate.NotApplicable, loader.LoadError, SyntaxError, ValueError):
+                continue
+            copies.append(text)
+        return copies
+
+    def _report_mutants(self, texts: dict[str, tuple[str, list[int]]], results: dict[str, dict[str, Any]]) -> None:
+        for name in self.mutants:
+            script = results[name]
+            if name in texts:
+                script["lines"] = texts[name][1][:50]
+            self.emit(name, script=script)

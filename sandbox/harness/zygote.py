@@ -1,0 +1,125 @@
+"""The fork server: every process that runs student code is forked from here.
+
+The harness starts it before it reads the plan, so this process holds no plan, nonce, hidden
+input or order of runs, and it never reads a task either: for each run the supervisor passes
+it three file descriptors (the task, the record channel, the output); it forks a child that
+reads its task from the first one, and reports back the child's pid and, once the child has
+ended, its wait status. Interpreter start-up and common imports are paid once, here.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import socket
+import struct
+from collections.abc import Callable
+from typing import NoReturn
+
+_MESSAGE = struct.Struct("!Bq")
+SPAWNED, EXITED, NO_FORK = 1, 2, 3
+
+ChildMain = Callable[[int, int, int], NoReturn]
+
+
+class ZygoteGone(Exception):
+    """The fork server stopped answering: an infrastructure failure, never the student's."""
+
+
+class Zygote:
+    """The supervisor's handle on the fork server."""
+
+    def __init__(self, pid: int, sock: socket.socket) -> None:
+        self.pid = pid
+        self.sock = sock
+
+    @classmethod
+    def start(cls, child_main: ChildMain, preload: Callable[[], None] | None = None) -> Zygote:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        pid = os.fork()
+        if pid == 0:  # the fork server
+            status = 0
+            try:
+                ours.close()
+                if preload is not None:
+                    preload()
+                _serve(theirs, child_main)
+            except BaseException:
+                status = 70
+            os._exit(status)
+        theirs.close()
+        return cls(pid, ours)
+
+    def spawn(self, task: int, records: int, output: int) -> int:
+        """Fork one child with these descriptors; its pid, or -errno when no process could be made."""
+        try:
+            socket.send_fds(self.sock, [b"S"], [task, records, output])
+            kind, value = self._receive(timeout=30.0)
+        except OSError as error:
+            raise ZygoteGone(str(error)) from error
+        if kind == NO_FORK:
+            return -value
+        if kind != SPAWNED:
+            raise ZygoteGone(f"unexpected answer {kind}")
+        return value
+
+    def exit_status(self) -> int:
+        """The wait status of the running child; call once the socket is readable."""
+        kind, value = self._receive(timeout=30.0)
+        if kind != EXITED:
+            raise ZygoteGone(f"unexpected answer {kind}")
+        return value
+
+    def fileno(self) -> int:
+        return self.sock.fileno()
+
+    def close(self) -> None:
+        self.sock.close()
+        try:
+            os.waitpid(self.pid, 0)
+        except ChildProcessError:
+            pass
+
+    def _receive(self, timeout: float) -> tuple[int, int]:
+        ready, _, _ = select.select([self.sock], [], [], timeout)
+        if not ready:
+            raise ZygoteGone("no answer from the fork server")
+        data = b""
+        while len(data) < _MESSAGE.size:
+            chunk = self.sock.recv(_MESSAGE.size - len(data))
+            if not chunk:
+                raise ZygoteGone("the fork server closed its channel")
+            data += chunk
+        kind, value = _MESSAGE.unpack(data)
+        return kind, value
+
+
+def _serve(sock: socket.socket, child_main: ChildMain) -> None:
+    """One child at a time: fork it, report its pid, wait for it, report how it ended."""
+    while True:
+        try:
+            message, fds, _, _ = socket.recv_fds(sock, 1, 3)
+        except OSError:
+            return
+        if not message:
+            return  # the supervisor is done
+        if len(fds) != 3:
+            for fd in fds:
+                os.close(fd)
+            sock.sendall(_MESSAGE.pack(NO_FORK, 22))
+            continue
+        try:
+            pid = os.fork()
+        except OSError as error:
+            for fd in fds:
+                os.close(fd)
+            sock.sendall(_MESSAGE.pack(NO_FORK, error.errno or 11))
+            continue
+        if pid == 0:
+            sock.close()
+            child_main(*fds)
+        for fd in fds:
+            os.close(fd)
+        sock.sendall(_MESSAGE.pack(SPAWNED, pid))
+        _, status = os.waitpid(pid, 0)
+        sock.sendall(_MESSAGE.pack(EXITED, status))
