@@ -36,10 +36,13 @@ def tail(text: str, lines: int = LOG_TAIL_LINES) -> str:
 
 def docker_client() -> docker.DockerClient:
     """A client for the local engine, or SandboxUnavailable saying what is wrong."""
+    client: docker.DockerClient | None = None
     try:
         client = docker.from_env(timeout=CLIENT_TIMEOUT_S)
         client.ping()
     except (docker.errors.DockerException, requests.exceptions.RequestException) as error:
+        if client is not None:
+            client.close()  # its connection pool would otherwise be left open (a ResourceWarning)
         raise SandboxUnavailable(
             f"the Docker daemon is not reachable ({error}); start it (e.g. `dockerd` or "
             "`systemctl start docker`), check DOCKER_HOST and access to /var/run/docker.sock, "

@@ -38,6 +38,12 @@ def _reject(name: str) -> Any:
     raise ValueError(name)
 
 
+def clean_text(value: str, limit: int) -> str:
+    """At most ``limit`` characters, with lone surrogates (valid in JSON escapes, invalid in
+    UTF-8) replaced: no student string may make a report unwritable."""
+    return value[:limit].encode("utf-8", "replace").decode("utf-8")
+
+
 def observed_value(value: Any) -> tuple[bool, Observed | None]:
     """One observation as the harness encodes it, typed; (False, None) when malformed."""
     if isinstance(value, bool):
@@ -48,13 +54,13 @@ def observed_value(value: Any) -> tuple[bool, Observed | None]:
         except OverflowError:
             return True, Unreadable(wire.NONFINITE, "overflow")
     if isinstance(value, str):
-        return True, value[:MAX_TEXT]
+        return True, clean_text(value, MAX_TEXT)
     if isinstance(value, dict) and len(value) == 1:
         ((key, inner),) = value.items()
         if key in (wire.NONFINITE, wire.BAD) and isinstance(inner, str):
-            return True, Unreadable(key, inner[:60])
+            return True, Unreadable(key, clean_text(inner, 60))
     if isinstance(value, list) and len(value) <= 512 and all(isinstance(v, str) for v in value):
-        return True, tuple(v[:60] for v in value)
+        return True, tuple(clean_text(v, 60) for v in value)
     return False, None
 
 
@@ -75,11 +81,11 @@ def _texts(value: Any, limit: int, count: int) -> tuple[str, ...]:
     """A list of short strings, or empty: a malformed field never raises."""
     if not isinstance(value, list):
         return ()
-    return tuple(v[:limit] for v in value if isinstance(v, str))[:count]
+    return tuple(clean_text(v, limit) for v in value if isinstance(v, str))[:count]
 
 
 def _text(value: Any, limit: int = MAX_TEXT) -> str:
-    return value[:limit] if isinstance(value, str) else ""
+    return clean_text(value, limit) if isinstance(value, str) else ""
 
 
 def _int(value: Any) -> int | None:

@@ -228,7 +228,8 @@ def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
     fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
     try:
         os.fchmod(fd, 0o644)  # mkstemp makes 0600; reports are read by other users
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+        # Any text that still cannot be UTF-8 (a lone surrogate) is written escaped, never fatal.
+        with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace", newline="") as handle:
             handle.write(text)
         os.replace(tmp_name, target)
     except BaseException:

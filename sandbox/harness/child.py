@@ -177,14 +177,24 @@ def _task_programs(task: dict[str, Any], write: Write) -> None:
 
 def _task_cleanup(task: dict[str, Any], write: Write) -> None:
     """As the student uid: empty the run's scratch folder and remove the uid's System V objects."""
-    for root, dirs, files in os.walk(task["scratch"], topdown=False):
-        for name in files:
-            _quietly(os.unlink, os.path.join(root, name))
-        for name in dirs:
-            path = os.path.join(root, name)
-            _quietly(os.chmod, path, 0o700)
-            _quietly(os.rmdir, path)
+    _empty(task["scratch"])
     _remove_ipc_objects()
+
+
+def _empty(folder: str) -> None:
+    """Remove everything inside ``folder``; as their owner, open every folder (chmod) before
+    listing it, so that no unlistable folder keeps files (or a count of inodes) for a later run."""
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return
+    for entry in entries:
+        if entry.is_dir(follow_symlinks=False):
+            _quietly(os.chmod, entry.path, 0o700)
+            _empty(entry.path)
+            _quietly(os.rmdir, entry.path)
+        else:
+            _quietly(os.unlink, entry.path)
 
 
 def _remove_ipc_objects() -> None:

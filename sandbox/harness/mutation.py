@@ -40,7 +40,7 @@ class MutationProbe:
 
     # --- one run of the student's checks --------------------------------------------------------------
 
-    def script(self, text: str, timeout: float, *, keep_output: bool = False) -> dict[str, Any]:
+    def script(self, text: str, timeout: float, *, keep_output: bool = False, mutant: bool = False) -> dict[str, Any]:
         task = {
             "kind": "script",
             "filename": self.sup.filename,
@@ -50,7 +50,13 @@ class MutationProbe:
         records, summary = self.sup.runs.run(task, ScriptRecords(), timeout=timeout, progress_resets=False)
         status = summary.get("status")
         out: dict[str, Any]
-        if status == wire.NOT_RUN:
+        if status == wire.NOT_RUN and summary.get("reason") == wire.REASON_NO_PROCESS:
+            # The submission's own processes took every process slot: its doing. A mutant counts
+            # as missed; the file itself (or a harmless copy) as failing its checks.
+            message = "your code's processes used up the sandbox's process limit"
+            out = {"outcome": wire.PASSED} if mutant else {"outcome": wire.FAILED, "exception": "ProcessLimit"}
+            out["message"] = message
+        elif status == wire.NOT_RUN:
             out = {"outcome": wire.NOT_RUN, "message": "the grading time budget ran out before this run"}
         elif not records and status not in (wire.TIMEOUT, wire.DEADLINE):
             # The grader's own set-up never reached student code: never a catch, never a pass.
@@ -89,7 +95,7 @@ class MutationProbe:
         runs += [(f"{wire.EQUIVALENT}#{i}", text) for i, text in enumerate(copies)]
         self.order.shuffle(runs)
         for name, text in runs:
-            results[name] = self.script(text, limit)
+            results[name] = self.script(text, limit, mutant=not name.startswith(wire.EQUIVALENT))
         failing_copy = next(
             (
                 results[f"{wire.EQUIVALENT}#{i}"]

@@ -271,7 +271,8 @@ def _kill(pid: int) -> None:
 
 
 def _processes_of(uid: int) -> list[int]:
-    """Live (not zombie) PIDs whose real uid is ``uid``, from /proc."""
+    """PIDs whose real uid is ``uid``, from /proc: live ones, and zombie thread-group leaders whose
+    other threads still run (a leader that exits alone shows as Z while its threads go on)."""
     found = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -279,7 +280,8 @@ def _processes_of(uid: int) -> list[int]:
         try:
             with open(f"/proc/{entry}/status", encoding="ascii", errors="replace") as handle:
                 fields = dict(line.split(":", 1) for line in handle if ":" in line)
-            if fields["State"].split()[0] != "Z" and int(fields["Uid"].split()[0]) == uid:
+            alive = fields["State"].split()[0] != "Z" or int(fields.get("Threads", "1").split()[0]) > 1
+            if alive and int(fields["Uid"].split()[0]) == uid:
                 found.append(int(entry))
         except (OSError, ValueError, IndexError, KeyError):
             continue  # gone meanwhile
