@@ -106,30 +106,6 @@ def load_module(
 
 # --- finding the engine class and how to build a leaf ----------------------------------------
 
-ENGINE_METHODS = ("backward", "__add__", "__mul__", "relu", "tanh", "exp", "__pow__")
-
-
-def _engine_score(cls: type) -> int:
-    return sum(1 for name in ENGINE_METHODS if any(name in vars(k) for k in cls.__mro__[:-1]))
-
-
-def find_engine(module: types.ModuleType, class_name: str) -> tuple[type, list[str]]:
-    notices: list[str] = []
-    named = module.__dict__.get(class_name)
-    if isinstance(named, type):
-        return named, notices
-    candidates = [
-        obj
-        for obj in module.__dict__.values()
-        if isinstance(obj, type) and obj.__module__ == MODULE_NAME and _engine_score(obj) >= 3
-    ]
-    if not candidates:
-        raise LoadError(f"no class named {class_name} (or any class with backward(), __add__ and __mul__) was found")
-    best = max(candidates, key=_engine_score)
-    notices.append(f"No class named {class_name}; graded your class {best.__name__} instead.")
-    return best, notices
-
-
 def graded_engine(module: types.ModuleType, class_name: str, line: int, end_line: int) -> type:
     """The class the grader grades: ``class_name`` as the module binds it, and it must be the
     class statement the grader found at lines ``line``-``end_line`` of the file (not a class

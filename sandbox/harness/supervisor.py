@@ -14,7 +14,6 @@ import argparse
 import importlib.util
 import json
 import os
-import shutil
 import sys
 import time
 from typing import Any
@@ -244,6 +243,5 @@ def _supervise(workdir: str, zygote: Zygote) -> int:
         supervisor.run()
     finally:
         supervisor.runs.close()
-        shutil.rmtree(supervisor.runs.scratch_root, ignore_errors=True)
     emit({"t": wire.END})
     return 0
