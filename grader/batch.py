@@ -24,7 +24,6 @@ from pathlib import Path
 from .errors import SubmissionError
 from .intake.collect import Found, collect
 from .pipeline import Graded, grade_source, rejudge
-from .plan import new_seed
 from .report import write_feedback_html, write_grades_csv, write_gradescope, write_markdown
 from .report.canvas import write_canvas_csv
 from .report.class_report import render_class_report
@@ -110,7 +109,7 @@ def grade_class(
         )
     out.mkdir(parents=True, exist_ok=True)
     with Store(out / STORE_NAME) as store:
-        seed = _seed(store, seed)
+        seed = _seed(store, rubric, seed)
         store.set_meta("kind", collection.kind)
         identity = runner_identity(runner)
         store.forget_missing({f.student for f in collection.submissions})
@@ -167,10 +166,11 @@ def grade_class(
     )
 
 
-def _seed(store: Store, seed: int | None) -> int:
-    """The batch's seed: given, else the one this OUT was graded with, else a new one (recorded)."""
+def _seed(store: Store, rubric: Rubric, seed: int | None) -> int:
+    """The batch's seed: the assignment's (the rubric's), unless the instructor gives another on
+    purpose. Recorded in the store; a result graded with another seed is regraded."""
     stored = store.meta("seed")
-    chosen = seed if seed is not None else (int(stored) if stored is not None else new_seed())
+    chosen = seed if seed is not None else rubric.seed
     if stored != str(chosen):
         store.set_meta("seed", str(chosen))
     return chosen

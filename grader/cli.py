@@ -12,7 +12,6 @@ from typing import NoReturn
 import click
 
 from .errors import GraderError, InfraError, RubricValidationError, SandboxUnavailable
-from .plan import new_seed
 from .report import print_summary, write_feedback_html, write_gradescope, write_markdown
 from .report.view import printable
 from .results import SubmissionResult
@@ -59,7 +58,10 @@ sandbox_option = click.option(
     "--sandbox", type=click.Choice(SANDBOXES), default="auto", show_default=True, help="Where submissions run."
 )
 seed_option = click.option(
-    "--seed", type=int, help="Seed for hidden inputs (recorded in every result) [default: random]."
+    "--seed",
+    type=int,
+    help="Draw hidden inputs from this seed instead of the assignment's (the rubric's assignment.seed); "
+    "everyone graded with another seed is regraded.",
 )
 
 
@@ -92,7 +94,7 @@ def check(
     rubric = _rubric(rubric_path)
     runner = make_runner(sandbox)
     result = grade_submission(
-        file, student=file.parent.name or "you", rubric=rubric, runner=runner, seed=new_seed(), visible_only=True
+        file, student=file.parent.name or "you", rubric=rubric, runner=runner, seed=rubric.seed, visible_only=True
     )
     print_summary(result)
     _write(result, html_out, json_out, md_out)
@@ -210,7 +212,8 @@ def rubric() -> None:
 @rubric.command("validate")
 @click.argument("path", required=False, type=click.Path(dir_okay=False))
 @sandbox_option
-def rubric_validate(path: str | None, sandbox: str) -> None:
+@seed_option
+def rubric_validate(path: str | None, sandbox: str, seed: int | None) -> None:
     """Prove the reference gets full marks and every literal agrees with the reference."""
     from .judge.diagnose import MUTATION_SECTION
     from .validate import validate_rubric
@@ -220,7 +223,7 @@ def rubric_validate(path: str | None, sandbox: str) -> None:
         f"{loaded.path}: loads cleanly, {len(loaded.checks)} checks in {len(loaded.sections)} sections, "
         f"{loaded.total:g} points."
     )
-    outcome = validate_rubric(loaded, runner=make_runner(sandbox), seed=new_seed())
+    outcome = validate_rubric(loaded, runner=make_runner(sandbox), seed=loaded.seed if seed is None else seed)
     echo(
         f"Literal values checked against the reference: {outcome.literals_checked}, "
         f"disagreeing: {len(outcome.literal_errors)}"
@@ -248,6 +251,24 @@ def rubric_validate(path: str | None, sandbox: str) -> None:
     if not outcome.ok:
         _fail(RubricValidationError("the rubric is not valid"))
     echo("Rubric is valid.")
+
+
+@rubric.command("reseed")
+@click.argument("path", required=False, type=click.Path(dir_okay=False, exists=True))
+@click.option("--seed", type=click.IntRange(0), help="The new seed [default: drawn at random].")
+def rubric_reseed(path: str | None, seed: int | None) -> None:
+    """Give the assignment a new seed: new hidden inputs for everyone.
+
+    Writes assignment.seed into the rubric file. Every later grading uses it, and `grader grade`
+    regrades every submission that was graded with the old one.
+    """
+    from .rubric_seed import reseed
+
+    try:
+        old, new = reseed(Path(path) if path else DEFAULT_RUBRIC, seed)
+    except GraderError as error:
+        _fail(error)
+    echo(f"Seed {old} -> {new}. The next `grader grade` regrades every submission with the new hidden inputs.")
 
 
 @cli.group()

@@ -78,12 +78,19 @@ def grade_submission(
     student: str,
     rubric: Rubric,
     runner: Runner,
-    seed: int,
+    seed: int | None = None,
     visible_only: bool = False,
 ) -> SubmissionResult:
+    """Grade one file; ``seed`` defaults to the assignment's (the rubric's)."""
     source, why = intake(path, rubric.limits.max_file_kb * 1024)
     return grade_source(
-        source, why, student=student, rubric=rubric, runner=runner, seed=seed, visible_only=visible_only
+        source,
+        why,
+        student=student,
+        rubric=rubric,
+        runner=runner,
+        seed=rubric.seed if seed is None else seed,
+        visible_only=visible_only,
     ).result
 
 

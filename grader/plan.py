@@ -112,8 +112,9 @@ def build_plan(rubric: Rubric, *, seed: int, visible_only: bool) -> Plan:
     checks = tuple(c for c in rubric.checks if not visible_only or c.visibility is Visibility.VISIBLE)
     needed: list[str] = []
     for check in checks:
-        if check.probe not in needed:
-            needed.append(check.probe)
+        for probe_id in (check.probe, check.fallback.probe if check.fallback else None):
+            if probe_id is not None and probe_id not in needed:
+                needed.append(probe_id)
     expanded = [_expand(rubric.probes[name], seed) for name in needed]
     # Mutation probes run last: the rest of the grade never waits on them, and they reuse the
     # plan's programs as the grader's own checks.
@@ -121,9 +122,7 @@ def build_plan(rubric: Rubric, *, seed: int, visible_only: bool) -> Plan:
     for probe in (p for p in expanded if p.kind == wire.MUTATION):
         named = [c.mutant for c in checks if c.probe == probe.id and c.mutant]
         wanted = rubric.probes[probe.id].mutants or tuple(op.id for op in CATALOGUE)
-        probes.append(
-            PlannedProbe(probe.id, wire.MUTATION, mutants=tuple(dict.fromkeys([*named, *wanted])))
-        )
+        probes.append(PlannedProbe(probe.id, wire.MUTATION, mutants=tuple(dict.fromkeys([*named, *wanted]))))
     return Plan(seed=seed, probes=tuple(probes), checks=checks)
 
 

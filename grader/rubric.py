@@ -104,6 +104,17 @@ class Probe:
 
 
 @dataclass(frozen=True)
+class Fallback:
+    """Another probe a check is judged on when a check of some other concept fails: a section
+    measures its own concept, so an operation that fails its own check is left out of the
+    graphs of a section that tests something else (one fault, one penalty)."""
+
+    probe: str
+    when_failing: tuple[str, ...]
+    because: str  # what the feedback says when the fallback is used
+
+
+@dataclass(frozen=True)
 class Check:
     id: str
     title: str
@@ -123,6 +134,12 @@ class Check:
     # answers alone (hard-coded, or forged from inside the sandbox). It earns its points only
     # when the same computation on hidden random inputs (this check) passes at least once.
     vouched_by: str | None = None
+    fallback: Fallback | None = None
+
+    @property
+    def depends_on(self) -> tuple[str, ...]:
+        """Checks whose results must be known before this one is judged."""
+        return self.requires + (self.fallback.when_failing if self.fallback else ())
 
 
 @dataclass(frozen=True)
@@ -150,6 +167,8 @@ class Rubric:
     sections: tuple[Section, ...]
     path: Path
     sha256: str
+    # The assignment's seed: every grading of it draws the same hidden inputs (see ``assignment_seed``).
+    seed: int = 0
 
     @property
     def checks(self) -> tuple[Check, ...]:
@@ -171,6 +190,19 @@ class Rubric:
 # --- the loader ---------------------------------------------------------------------------
 
 
+SEED_LIMIT = 2**31
+
+
+def assignment_seed(name: str, filename: str, given: int | None) -> int:
+    """The seed hidden inputs are drawn from: the rubric's ``assignment.seed``, else one derived
+    from the assignment's name and file. It belongs to the assignment, not to a run, so the same
+    file always meets the same hidden inputs and gets the same score."""
+    if given is not None:
+        return given % SEED_LIMIT
+    digest = hashlib.sha256(f"{name}\0{filename}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") % SEED_LIMIT
+
+
 def load_rubric(path: Path | str = DEFAULT_RUBRIC) -> Rubric:
     path = Path(path)
     try:
@@ -189,7 +221,7 @@ def load_rubric(path: Path | str = DEFAULT_RUBRIC) -> Rubric:
         required=("assignment", "probes", "sections"),
     )
     assignment = top["assignment"].mapping(
-        ("name", "file", "class", "handout", "total"), required=("name", "file", "class", "total")
+        ("name", "file", "class", "handout", "total", "seed"), required=("name", "file", "class", "total")
     )
     limits = _limits(top["limits"]) if "limits" in top else Limits()
     tolerances = {
@@ -216,6 +248,11 @@ def load_rubric(path: Path | str = DEFAULT_RUBRIC) -> Rubric:
         sections=sections,
         path=path,
         sha256=hashlib.sha256(raw).hexdigest(),
+        seed=assignment_seed(
+            assignment["name"].text(),
+            assignment["file"].text(),
+            assignment["seed"].integer(0) if "seed" in assignment else None,
+        ),
     )
     _cross_check(rubric, top, root)
     return rubric
@@ -332,6 +369,7 @@ def _check(node: Node, section: str, probes: Mapping[str, Probe], tolerances: Ma
             "requires",
             "mutant",
             "vouched_by",
+            "fallback",
         ),
         required=("id", "title", "points", "probe", "compare"),
     )
@@ -362,13 +400,27 @@ def _check(node: Node, section: str, probes: Mapping[str, Probe], tolerances: Ma
         requires=get(fields, "requires", Node.texts, ()),
         mutant=get(fields, "mutant", lambda n: n.choice(MUTANT_IDS), None),
         vouched_by=get(fields, "vouched_by", Node.text, None),
+        fallback=_fallback(fields["fallback"], probes) if "fallback" in fields else None,
     )
     compare, kind = check.compare, probes[probe].kind
+    if check.fallback and probes[check.fallback.probe].kind != kind:
+        raise fields["fallback"].fail(f"a fallback probe must be a {kind} probe, like the check's own")
     if (compare in MUTATION_COMPARES) != (kind == "mutation"):
         raise fields["compare"].fail(f"compare {compare} does not apply to a {kind} probe")
     if (compare == "mutant_killed") != (check.mutant is not None):
         raise node.fail("compare mutant_killed needs `mutant:` (and only it takes one)")
     return check
+
+
+def _fallback(node: Node, probes: Mapping[str, Probe]) -> Fallback:
+    fields = node.mapping(("probe", "when_failing", "because"), required=("probe", "when_failing", "because"))
+    probe = fields["probe"].text()
+    if probe not in probes:
+        raise fields["probe"].fail(f"no probe named '{probe}'")
+    failing = fields["when_failing"].texts()
+    if not failing:
+        raise fields["when_failing"].fail("name at least one check")
+    return Fallback(probe, failing, fields["because"].text())
 
 
 def _cross_check(rubric: Rubric, top: dict[str, Node], root: Node) -> None:
@@ -378,9 +430,9 @@ def _cross_check(rubric: Rubric, top: dict[str, Node], root: Node) -> None:
         raise top["sections"].fail(f"duplicate check id(s): {', '.join(duplicates)}")
     by_id = {c.id: c for c in rubric.checks}
     for check in rubric.checks:
-        for needed in check.requires:
+        for needed in check.depends_on:
             if needed not in ids:
-                raise top["sections"].fail(f"check {check.id} requires unknown check '{needed}'")
+                raise top["sections"].fail(f"check {check.id} depends on unknown check '{needed}'")
         if check.vouched_by is not None:
             twin = by_id.get(check.vouched_by)
             if twin is None or not rubric.probes[twin.probe].randomized or twin.visibility is Visibility.VISIBLE:
@@ -392,6 +444,26 @@ def _cross_check(rubric: Rubric, top: dict[str, Node], root: Node) -> None:
                     f"check {check.id} is vouched_by '{twin.id}', whose probe runs different steps; a twin must "
                     "compute the same thing on other inputs"
                 )
+    _no_cycles(rubric, top)
     total = sum(c.points for c in rubric.checks)
     if abs(total - rubric.total) > 1e-9:
         raise top["assignment"].fail(f"total is {rubric.total:g} but the checks add up to {total:g}")
+
+
+def _no_cycles(rubric: Rubric, top: dict[str, Node]) -> None:
+    """``requires`` and fallbacks order the judging: they must not go round in a circle."""
+    depends = {c.id: c.depends_on for c in rubric.checks}
+    state: dict[str, int] = {}  # 1: being visited, 2: done
+
+    def visit(check_id: str, path: tuple[str, ...]) -> None:
+        if state.get(check_id) == 2:
+            return
+        if state.get(check_id) == 1:
+            raise top["sections"].fail("checks depend on each other in a circle: " + " -> ".join((*path, check_id)))
+        state[check_id] = 1
+        for needed in depends[check_id]:
+            visit(needed, (*path, check_id))
+        state[check_id] = 2
+
+    for check_id in depends:
+        visit(check_id, ())

@@ -24,9 +24,30 @@ def _failure_words(script: ScriptRun) -> str:
     return f"{script.exception or 'failed'}{where}" + (f": {script.message}" if script.message else "")
 
 
+def catching(ctx: Context) -> bool:
+    """The checks fail on the file as submitted, and the grader finds the engine wrong too:
+    they caught a real bug. Injected bugs then count where the checks stop somewhere else."""
+    clean = ctx.report.script(wire.CLEAN)
+    return clean is not None and clean.outcome == wire.FAILED and bool(ctx.engine_faults)
+
+
+def _faults(ctx: Context, *, wrong_values: bool = False) -> str:
+    titles = [f.title for f in ctx.engine_faults if f.wrong_values or not wrong_values]
+    shown = "; ".join(titles[:3])
+    return shown + (f" and {len(titles) - 3} more" if len(titles) > 3 else "")
+
+
+def _stops_elsewhere(ctx: Context, script: ScriptRun) -> bool:
+    """In catching mode: did this run stop somewhere the unmodified file's run did not?"""
+    clean = ctx.report.script(wire.CLEAN)
+    if script.outcome == wire.CRASHED:
+        return True
+    return bool(clean and script.stop and script.stop != clean.stop)
+
+
 def _unreported(ctx: Context) -> Verdict:
     clean = ctx.report.script(wire.CLEAN)
-    if clean is not None and clean.outcome != wire.PASSED:
+    if clean is not None and clean.outcome != wire.PASSED and not catching(ctx):
         return Verdict(False, problem="not run: your own checks must pass on your engine first", kind="not_run")
     reason = missing_reason(ctx, 0)
     if reason.kind == "error" and ctx.report.end and ctx.report.end.status == wire.OK:
@@ -40,6 +61,16 @@ def checks_pass(ctx: Context, index: int) -> Verdict:
         return missing_reason(ctx, 0)
     outcome = script.outcome
     same = ctx.report.script(wire.EQUIVALENT)
+    if catching(ctx) and same is not None and same.outcome != wire.NOT_APPLICABLE:
+        if same.outcome != wire.FAILED or same.stop != script.stop:
+            got = _failure_words(same) if same.outcome == wire.FAILED else same.message or same.outcome
+            return Verdict(
+                False,
+                [Comparison("python autograd_lab.py on a behaviour-identical copy", "stops as the file", got, False)],
+                problem="Your checks stop at one place on your file and elsewhere on a copy that computes exactly the "
+                "same things (one harmless assignment added at the start of each method): they check the code's "
+                "text, not what it computes, so they cannot earn bug-injection credit.",
+            )
     if outcome == wire.PASSED and same is not None and same.outcome not in (wire.PASSED, wire.NOT_APPLICABLE):
         got = _failure_words(same) if same.outcome == wire.FAILED else same.message or same.outcome
         return Verdict(
@@ -50,7 +81,14 @@ def checks_pass(ctx: Context, index: int) -> Verdict:
             "computes, so they cannot earn bug-injection credit.",
         )
     if outcome == wire.PASSED:
-        return Verdict(True, [Comparison("python autograd_lab.py", "runs clean", "runs clean", True)])
+        # Wrong numbers only: an operation that is missing is the API's fault, not a blind spot.
+        blind = (
+            f"Your checks pass on your engine, but the grader finds wrong values ({_faults(ctx, wrong_values=True)}): "
+            "they are blind to that bug. Add a check that fails on it (see those checks' hints)."
+            if any(f.wrong_values for f in ctx.engine_faults)
+            else ""
+        )
+        return Verdict(True, [Comparison("python autograd_lab.py", "runs clean", "runs clean", True)], note=blind)
     if outcome == wire.TIMEOUT:
         return Verdict(False, problem="your checks did not finish within the time limit", kind="timeout")
     if outcome == wire.NOT_RUN:
@@ -58,11 +96,18 @@ def checks_pass(ctx: Context, index: int) -> Verdict:
             False, problem="not run: the grading time budget ran out before your own checks could run", kind="not_run"
         )
     got = _failure_words(script) if outcome == wire.FAILED else script.message or outcome
+    if catching(ctx):
+        return Verdict(
+            True,
+            [Comparison("python autograd_lab.py on an engine the grader finds wrong", "fails", f"failed: {got}", True)],
+            note=f"Your checks fail on your engine ({got}), and the grader finds it wrong too ({_faults(ctx)}): "
+            "they caught a real bug. Injected bugs count where they make your checks stop somewhere else.",
+        )
     return Verdict(
         False,
         [Comparison("python autograd_lab.py", "runs clean", f"failed: {got}", False)],
-        problem="Your checks fail on your own engine, so no bug they report can be trusted: "
-        "the bug-injection credit needs them to pass first.",
+        problem="Your checks fail on your own engine, but every check of the grader finds it right, so no bug "
+        "they report can be trusted: the bug-injection credit needs them to pass on a right engine.",
     )
 
 
@@ -81,6 +126,14 @@ def mutant_killed(ctx: Context, index: int) -> Verdict:
         return Verdict(False, problem=f"The edit ({summary}) could not be applied: {script.reason}.", kind="not_run")
     if outcome in (wire.FAILED, wire.CRASHED):
         got = _failure_words(script) if outcome == wire.FAILED else script.message
+        if catching(ctx) and not _stops_elsewhere(ctx, script):
+            return Verdict(
+                False,
+                [Comparison(quantity, "stops elsewhere than on your engine", f"failed ({got}), as before", False)],
+                problem=f"With {summary}{edited}, your checks stop where they already stop on your engine, so "
+                "whether they catch it cannot be told until the bug they found is fixed.",
+                kind="not_run",
+            )
         return Verdict(True, [Comparison(quantity, "fails", f"failed ({got})", True)], problem=f"{summary}{edited}")
     if outcome == wire.TIMEOUT:
         return Verdict(
@@ -106,13 +159,14 @@ def score(ctx: Context) -> tuple[list[Verdict], list[str]]:
     """Verdicts (one per counted mutant) and the lines explaining the score."""
     mutants = ctx.report.mutants
     clean = ctx.report.script(wire.CLEAN)
-    if not mutants or clean is None or clean.outcome != wire.PASSED:
+    if not mutants or clean is None or (clean.outcome != wire.PASSED and not catching(ctx)):
         return [_unreported(ctx)], []
     killed: list[str] = []
     survived: list[str] = []
     timeouts: list[str] = []
     absent: list[str] = []
     skipped: list[str] = []  # the grading time budget ran out before these ran
+    unclear: list[str] = []  # catching mode: the checks stopped where they stop on the file itself
     for op in CATALOGUE:
         record = mutants.get(op.id)
         if record is None or record.script is None:
@@ -125,10 +179,15 @@ def score(ctx: Context) -> tuple[list[Verdict], list[str]]:
         elif outcome == wire.TIMEOUT:
             timeouts.append(op.id)
         elif outcome in (wire.FAILED, wire.CRASHED):
-            killed.append(op.id)
+            if catching(ctx) and not _stops_elsewhere(ctx, record.script):
+                unclear.append(op.id)
+            else:
+                killed.append(op.id)
         else:
             survived.append(op.id)
-    counted = killed + survived
+    # No evidence of a catch is no catch: counting these out would score better than the same
+    # checks on a right engine, where most of them would simply pass.
+    counted = killed + survived + unclear
     if not counted:
         why = "none of the catalogue's bugs applies to your code"
         if skipped:
@@ -136,8 +195,14 @@ def score(ctx: Context) -> tuple[list[Verdict], list[str]]:
         elif timeouts:
             why = "every injected bug the grader detects made your checks run past the time limit"
         return [Verdict(False, problem=f"No mutation score: {why}.", kind="not_run")], []
-    verdicts = [Verdict(True) for _ in killed] + [Verdict(False) for _ in survived]
-    return verdicts, _score_notes(killed, survived, timeouts, skipped, absent)
+    verdicts = [Verdict(True) for _ in killed] + [Verdict(False) for _ in survived + unclear]
+    notes = _score_notes(killed, survived + unclear, timeouts, skipped, absent)
+    if unclear:
+        notes.append(
+            f"{len(unclear)} of the bugs not caught made your checks stop where they already stop on your engine: "
+            "nothing shows they would catch them. Fix the bug your checks found, and they can be told apart."
+        )
+    return verdicts, notes
 
 
 def _score_notes(

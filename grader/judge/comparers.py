@@ -21,7 +21,7 @@ from ..results import Comparison
 from ..rubric import Check, Tolerance
 from .expected import Expected, math_expected
 from .figures import op_matches
-from .records import LoadRecord, Observations, Observed, ProbeRecords
+from .records import LoadRecord, Observations, Observed, ProbeRecords, Unreadable
 from .wording import NOT_OBSERVED, fmt
 
 # Why an instance did not pass; "failed" is a wrong value, the rest say it never produced one.
@@ -34,6 +34,13 @@ class Verdict:
     comparisons: list[Comparison] = field(default_factory=list)
     problem: str = ""  # why it failed, in words, when there is more to say than the numbers
     kind: VerdictKind = "failed"
+    note: str = ""  # what a passing verdict says instead of "Passed."
+
+
+@dataclass(frozen=True)
+class EngineFault:
+    title: str  # the check that found it
+    wrong_values: bool  # a wrong number (rather than an error or a time-out)
 
 
 @dataclass(frozen=True)
@@ -47,6 +54,9 @@ class Context:
     tolerance: Tolerance
     load: LoadRecord | None
     class_name: str
+    # The checks that find the engine wrong (values or backward order), known when the
+    # student's own checks are judged: the truth their checks are a detector of.
+    engine_faults: tuple[EngineFault, ...] = ()
 
 
 Comparer = Callable[[Context, int], Verdict]
@@ -157,6 +167,13 @@ def graph(ctx: Context, index: int) -> Verdict:
     if not observed:
         reason = missing_reason(ctx, index)
         verdict.problem, verdict.kind = reason.problem, reason.kind
+        return verdict
+    unread = sorted({v.text for v in observed.values() if isinstance(v, Unreadable) and v.kind == "unread"})
+    if unread:
+        verdict.problem = (
+            f"The grader could not read the graph ({'; '.join(unread)}): Part 3's field table names each node's "
+            "inputs _prev and its label _op. Values and gradients are graded on their own, whatever the names."
+        )
     return verdict
 
 

@@ -77,9 +77,7 @@ def _floats(obs: Observations, suffix: str) -> dict[str, float]:
 
 
 class _Builder:
-    def __init__(
-        self, program: Program, observed: Observations, expected: Observations, tolerance: Tolerance
-    ):
+    def __init__(self, program: Program, observed: Observations, expected: Observations, tolerance: Tolerance):
         self.program = program
         self.observed = observed
         self.expected = expected

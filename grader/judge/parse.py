@@ -57,7 +57,7 @@ def observed_value(value: Any) -> tuple[bool, Observed | None]:
         return True, clean_text(value, MAX_TEXT)
     if isinstance(value, dict) and len(value) == 1:
         ((key, inner),) = value.items()
-        if key in (wire.NONFINITE, wire.BAD) and isinstance(inner, str):
+        if key in wire.MARKERS and isinstance(inner, str):
             return True, Unreadable(key, clean_text(inner, 60))
     if isinstance(value, list) and len(value) <= 512 and all(isinstance(v, str) for v in value):
         return True, tuple(clean_text(v, 60) for v in value)
@@ -258,6 +258,7 @@ def _script(raw: dict[str, Any]) -> ScriptRun | None:
         elapsed=_seconds(raw.get("elapsed")),
         limit=_seconds(raw.get("limit")),
         output=_text(raw.get("output"), 4000),
+        stop=_text(raw.get("stop"), 300),
     )
 
 

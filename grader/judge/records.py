@@ -16,10 +16,11 @@ from sandbox.harness.wire import EndStatus, ScriptOutcome
 
 @dataclass(frozen=True)
 class Unreadable:
-    """A value that is not a finite float: ``nonfinite`` (nan, inf, -inf, overflow) or ``bad``
-    (the type found instead, e.g. ``ndarray``)."""
+    """A value that is not a finite float: ``nonfinite`` (nan, inf, -inf, overflow), ``bad``
+    (the type found instead, e.g. ``str``), or ``unread``: a field the grader could not read
+    (an engine that keeps its inputs under another name than ``_prev``)."""
 
-    kind: Literal["nonfinite", "bad"]
+    kind: Literal["nonfinite", "bad", "unread"]
     text: str
 
 
@@ -90,6 +91,9 @@ class ScriptRun:
     elapsed: float = 0.0
     limit: float = 0.0
     output: str = ""
+    # Where a failing run stopped (exception and frames in the checks, in the submitted file's
+    # lines): a run on a copy that stops elsewhere saw something the unmodified file did not.
+    stop: str = ""
 
 
 @dataclass(frozen=True)

@@ -12,9 +12,9 @@ from dataclasses import replace
 from ..plan import Plan, PlannedProbe
 from ..program import describe
 from ..results import CheckResult, Comparison, FdRow, Outcome, Visibility
-from ..rubric import Check, Compare, Rubric
+from ..rubric import MUTATION_COMPARES, Check, Compare, Rubric
 from . import bug_injection, comparers
-from .comparers import Comparer, Context, Verdict, VerdictKind, nontrivial
+from .comparers import Comparer, Context, EngineFault, Verdict, VerdictKind, nontrivial
 from .expected import Expected
 from .illustrations import FIGURE_COMPARES, fd_rows
 from .records import SandboxReport
@@ -28,14 +28,16 @@ COMPARERS: dict[Compare, Comparer] = {
     "checks_pass": bug_injection.checks_pass,
     "mutant_killed": bug_injection.mutant_killed,
 }
+# Compares whose failure says the engine computes something wrong.
+ENGINE_COMPARES: tuple[Compare, ...] = ("values", "schedule")
 # Compares that judge the submission once, not once per program instance.
 SINGLE: tuple[Compare, ...] = ("api", "engine", "checks_pass", "mutant_killed", "mutation_score")
 
 
 def judge(rubric: Rubric, plan: Plan, expected: Expected, report: SandboxReport) -> list[CheckResult]:
     results: dict[str, CheckResult] = {}
-    for check in plan.checks:
-        probe = plan.probe(check.probe)
+    for check in _judging_order(plan.checks):
+        probe = plan.probe(_probe_for(check, results))
         ctx = Context(
             check,
             probe,
@@ -44,6 +46,7 @@ def judge(rubric: Rubric, plan: Plan, expected: Expected, report: SandboxReport)
             rubric.tolerances[check.tolerance],
             report.load,
             rubric.class_name,
+            _engine_faults(rubric, results) if check.compare in MUTATION_COMPARES else (),
         )
         blocked = [r for r in check.requires if r in results and not results[r].passed]
         notes: list[str] = []
@@ -59,6 +62,9 @@ def judge(rubric: Rubric, plan: Plan, expected: Expected, report: SandboxReport)
             count = 1 if check.compare in SINGLE else len(probe.programs)
             verdicts = [COMPARERS[check.compare](ctx, i) for i in range(count)]
         results[check.id] = _result(check, probe, verdicts, ctx, notes)
+        if probe.id != check.probe and check.fallback:
+            result = results[check.id]
+            results[check.id] = replace(result, notes=(*result.notes, check.fallback.because))
         if check.vouched_by and report.loaded and not blocked:
             twin_check = next((c for c in plan.checks if c.id == check.vouched_by), None)
             twin = None
@@ -67,6 +73,46 @@ def judge(rubric: Rubric, plan: Plan, expected: Expected, report: SandboxReport)
                 twin = replace(ctx, probe=twin_probe, report=report.probe(twin_probe.id))
             results[check.id] = _vouched(check, results[check.id], twin)
     return [results[c.id] for c in plan.checks]
+
+
+def _engine_faults(rubric: Rubric, results: dict[str, CheckResult]) -> tuple[EngineFault, ...]:
+    """The checks that find the engine's values or backward order wrong, as judged so far."""
+    failing = (Outcome.FAILED, Outcome.PARTIAL, Outcome.ERROR, Outcome.TIMEOUT)
+    return tuple(
+        EngineFault(r.title, r.outcome in (Outcome.FAILED, Outcome.PARTIAL))
+        for r in results.values()
+        if rubric.check(r.check_id).compare in ENGINE_COMPARES and r.outcome in failing
+    )
+
+
+def _judging_order(checks: tuple[Check, ...]) -> list[Check]:
+    """Plan order, except that a check comes after every check it depends on (the rubric
+    loader has refused circles), and the student's own checks come last: they are judged
+    against what every other check found."""
+    by_id = {c.id: c for c in checks}
+    ordered: list[Check] = []
+    placed: set[str] = set()
+
+    def place(check: Check) -> None:
+        if check.id in placed:
+            return
+        placed.add(check.id)
+        for needed in check.depends_on:
+            if needed in by_id:
+                place(by_id[needed])
+        ordered.append(check)
+
+    for check in sorted(checks, key=lambda c: c.compare in MUTATION_COMPARES):
+        place(check)
+    return ordered
+
+
+def _probe_for(check: Check, results: dict[str, CheckResult]) -> str:
+    """The check's own probe, or its fallback when a check it names has failed."""
+    fallback = check.fallback
+    if fallback and any(r in results and not results[r].passed for r in fallback.when_failing):
+        return fallback.probe
+    return check.probe
 
 
 def _vouched(check: Check, result: CheckResult, twin: Context | None) -> CheckResult:
@@ -175,6 +221,8 @@ _HIDDEN_WORDS: dict[VerdictKind, str] = {
 def _message(verdicts: list[Verdict], first_bad: Verdict | None, visible: bool) -> str:
     total = len(verdicts)
     if first_bad is None:
+        if total == 1 and verdicts[0].note:
+            return verdicts[0].note
         return "Passed." if total == 1 else f"Passed all {total} instances."
     failed = total - sum(v.ok for v in verdicts)
     if not visible:

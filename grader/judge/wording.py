@@ -15,6 +15,8 @@ def show(value: Observed | None) -> str:
     if isinstance(value, Unreadable):
         if value.kind == "nonfinite":
             return _NONFINITE.get(value.text, "overflow")
+        if value.kind == "unread":
+            return f"could not be read ({value.text})"
         return f"not a float ({value.text})"
     if value is None:
         return NOT_OBSERVED

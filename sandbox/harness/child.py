@@ -18,7 +18,7 @@ import types
 from collections.abc import Callable
 from typing import Any, NoReturn
 
-from . import loader, programs, wire
+from . import loader, programs, stable_hash, wire
 
 MAX_TASK = 16 * 1024 * 1024
 Write = Callable[[dict[str, Any]], None]
@@ -38,6 +38,7 @@ def main(task_fd: int, record_fd: int, output_fd: int) -> NoReturn:
             os.closerange(low + 1, high)
         task = _read_task(task_fd)
         _enter(task)
+        stable_hash.install(frozenset({loader.MODULE_NAME, "__main__"}))
     except BaseException:
         os._exit(71)
     if task["kind"] == "script":

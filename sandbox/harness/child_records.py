@@ -48,7 +48,7 @@ def _value_ok(value: Any) -> bool:
         return not isinstance(value, str) or len(value) <= MAX_TEXT
     if isinstance(value, dict) and len(value) == 1:
         ((key, inner),) = value.items()
-        return key in (wire.NONFINITE, wire.BAD) and isinstance(inner, str) and len(inner) <= MAX_TEXT
+        return key in wire.MARKERS and isinstance(inner, str) and len(inner) <= MAX_TEXT
     if isinstance(value, list):
         return len(value) <= MAX_NAMES and all(isinstance(v, str) and len(v) <= MAX_TEXT for v in value)
     return False

@@ -106,6 +106,7 @@ def load_module(
 
 # --- finding the engine class and how to build a leaf ----------------------------------------
 
+
 def graded_engine(module: types.ModuleType, class_name: str, line: int, end_line: int) -> type:
     """The class the grader grades: ``class_name`` as the module binds it, and it must be the
     class statement the grader found at lines ``line``-``end_line`` of the file (not a class

@@ -68,7 +68,12 @@ class MutationProbe:
         elif status == wire.KILLED:
             out = {"outcome": wire.CRASHED, "message": f"the process died ({summary.get('signal')})"}
         else:
-            out = scripts.outcome_from(summary.get("exit_code"), str(summary.get("output_tail", "")), self.sup.filename)
+            tail = str(summary.get("output_tail", ""))
+            out = scripts.outcome_from(summary.get("exit_code"), tail, self.sup.filename)
+            if out["outcome"] == wire.FAILED:
+                shift = text.count("\n") - self.sup.source.count("\n")
+                lines = (self.sup.engine.line, self.sup.engine.end_line)
+                out["stop"] = scripts.stop_point(tail, self.sup.filename, out, lines, shift)
         out["elapsed"] = summary.get("elapsed", 0.0)
         if keep_output:
             out["output"] = str(summary.get("output", ""))[:4000]
@@ -79,7 +84,9 @@ class MutationProbe:
     def run(self) -> None:
         clean = self.script(self.sup.source, self.sup.script_seconds, keep_output=True)
         self.emit(wire.CLEAN, script=clean)
-        if clean["outcome"] != wire.PASSED:
+        # Checks that fail on the file as submitted may have caught a real bug (the host knows
+        # whether the engine is wrong): the copies then show where else they would stop.
+        if clean["outcome"] not in (wire.PASSED, wire.FAILED):
             self.end(wire.REASON_GATE)
             return
         limit = min(self.sup.script_seconds, 2.0 + 5.0 * float(clean["elapsed"]))
@@ -100,7 +107,7 @@ class MutationProbe:
             (
                 results[f"{wire.EQUIVALENT}#{i}"]
                 for i in range(len(copies))
-                if results[f"{wire.EQUIVALENT}#{i}"]["outcome"] != wire.PASSED
+                if not _same_run(results[f"{wire.EQUIVALENT}#{i}"], clean)
             ),
             None,
         )
@@ -130,3 +137,10 @@ class MutationProbe:
             if name in texts:
                 script["lines"] = texts[name][1][:50]
             self.emit(name, script=script)
+
+
+def _same_run(copy: dict[str, Any], clean: dict[str, Any]) -> bool:
+    """A behaviour-identical copy must do what the file did: pass, or stop at the same place."""
+    if clean["outcome"] == wire.PASSED:
+        return bool(copy["outcome"] == wire.PASSED)
+    return copy["outcome"] == wire.FAILED and copy.get("stop", "") == clean.get("stop", "")

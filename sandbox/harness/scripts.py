@@ -12,6 +12,9 @@ from typing import Any
 
 from . import wire
 
+MAX_FRAMES = 40
+MAX_STOP = 300
+
 _EXCEPTION = re.compile(
     r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning))(?::\s?(?P<message>.*))?$"
 )
@@ -32,3 +35,22 @@ def outcome_from(exit_code: int | None, output: str, filename: str) -> dict[str,
     if where:
         record["line"] = int(where[-1])
     return record
+
+
+def stop_point(output: str, filename: str, record: dict[str, Any], class_lines: tuple[int, int], shift: int) -> str:
+    """Where a failing run of the checks stopped, in the lines of the file as submitted: the
+    exception and every traceback frame outside the graded class, outermost first. A copy of
+    the file differs from it only inside the class (``shift`` lines longer), so frames in the
+    checks map back to the same lines; frames inside the class are left out (an edit there
+    moves them). Empty when the output names no frame of the file."""
+    start, end = class_lines
+    mapped: list[str] = []
+    for found in re.findall(rf'File "(?:\./)?{re.escape(filename)}", line (\d+)', output)[-MAX_FRAMES:]:
+        line = int(found)
+        if line < start:
+            mapped.append(str(line))
+        elif line > end + shift:
+            mapped.append(str(line - shift))
+    if not mapped:
+        return ""
+    return f"{record.get('exception', '')}@{','.join(mapped)}"[:MAX_STOP]

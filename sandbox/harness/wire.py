@@ -79,3 +79,5 @@ EQUIVALENT: Final = "equivalent"
 # --- values that are not finite floats, as {marker: text} ------------------------------------------
 NONFINITE: Final = "nonfinite"  # text: nan, inf, -inf or overflow
 BAD: Final = "bad"  # text: the type found instead of a float
+UNREAD: Final = "unread"  # text: what the grader could not read (a field the engine lacks)
+MARKERS: Final = (NONFINITE, BAD, UNREAD)

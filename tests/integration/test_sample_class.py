@@ -26,8 +26,27 @@ def out(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def graded(out: Path) -> dict[str, SubmissionResult]:
-    outcome = grade_class(SUBMISSIONS, out=out, rubric=load_rubric(), runner=DockerRunner(), jobs=2, seed=7)
+    outcome = grade_class(SUBMISSIONS, out=out, rubric=load_rubric(), runner=DockerRunner(), jobs=2)
     return {r.student: r for r in outcome.results}
+
+
+def _totals(out: Path) -> dict[str, str]:
+    with (out / "grades.csv").open() as handle:
+        return {row["student"]: row["total"] for row in csv.DictReader(handle)}
+
+
+def test_a_second_grading_into_a_fresh_folder_gives_the_same_grades(
+    graded: dict[str, SubmissionResult], out: Path, tmp_path: Path
+) -> None:
+    # The seed belongs to the assignment: a regrade in a new folder (no store to reuse) meets
+    # the same hidden inputs, and every engine, buggy ones included, gets the same score.
+    again = grade_class(SUBMISSIONS, out=tmp_path / "again", rubric=load_rubric(), runner=DockerRunner(), jobs=2)
+    assert (again.ran, again.skipped) == (len(graded), 0)
+    assert _totals(tmp_path / "again") == _totals(out)
+    for result in again.results:
+        first = graded[result.student]
+        assert result.seed == first.seed == load_rubric().seed
+        assert [(c.check_id, c.points) for c in result.checks] == [(c.check_id, c.points) for c in first.checks]
 
 
 def test_no_container_or_volume_left(graded: dict[str, SubmissionResult]) -> None:

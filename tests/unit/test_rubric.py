@@ -120,7 +120,9 @@ def test_shipped_rubric_details(shipped) -> None:
 
 def test_shipped_rubric_builds_a_plan(shipped) -> None:
     plan = build_plan(shipped, seed=0, visible_only=False)
-    assert {p.id for p in plan.probes} == {c.probe for c in shipped.checks}
+    fallbacks = {c.fallback.probe for c in shipped.checks if c.fallback}
+    assert fallbacks
+    assert {p.id for p in plan.probes} == {c.probe for c in shipped.checks} | fallbacks
 
 
 def test_tolerance_accepts_within_abs_plus_rel() -> None:
@@ -272,7 +274,7 @@ def test_bad_choice_lists_the_options(tmp_path: Path) -> None:
 def test_requires_an_unknown_check(tmp_path: Path) -> None:
     text = replaced("        compare: values\n", "        compare: values\n        requires: [c9]\n")
     error = load_error(write(tmp_path, text))
-    assert error.message == "check c1 requires unknown check 'c9'"
+    assert error.message == "check c1 depends on unknown check 'c9'"
 
 
 def test_range_must_be_increasing(tmp_path: Path) -> None:
@@ -318,3 +320,45 @@ def test_call_without_argument_is_a_rubric_error(tmp_path: Path) -> None:
     text = replaced('["n1 = a * b", "backward(n1)"]', '["n1 = relu()", "backward(a)"]')
     error = load_error(write(tmp_path, text))
     assert error.where.endswith(":10:12: probes.part1.steps")
+
+
+# --- the assignment's seed and fallbacks -----------------------------------------------------
+
+
+def test_the_seed_is_the_rubrics_or_derived_from_the_assignment(tmp_path: Path) -> None:
+    derived = load_rubric(write(tmp_path, BASE))
+    assert derived.seed == load_rubric(write(tmp_path, BASE, "again.yaml")).seed  # stable, not drawn per load
+    renamed = load_rubric(write(tmp_path, replaced("name: mini", "name: other"), "renamed.yaml"))
+    assert renamed.seed != derived.seed
+    given = load_rubric(write(tmp_path, replaced("  total: 10\n", "  total: 10\n  seed: 1234\n"), "given.yaml"))
+    assert given.seed == 1234
+    assert load_rubric().seed == 20261130  # the shipped assignment's
+
+
+def test_reseed_writes_the_seed_and_keeps_the_rest_of_the_file(tmp_path: Path) -> None:
+    from grader.rubric_seed import reseed
+
+    text = replaced("  total: 10\n", "  total: 10\n  seed: 5   # chosen by staff\n")
+    path = write(tmp_path, text)
+    old, new = reseed(path, 99)
+    assert (old, new) == (5, 99)
+    assert path.read_text() == text.replace("seed: 5   # chosen by staff", "seed: 99  # chosen by staff")
+    # Without a seed line, one is added to the assignment block; a drawn seed differs.
+    bare = write(tmp_path, BASE, "bare.yaml")
+    old, new = reseed(bare)
+    assert load_rubric(bare).seed == new and "  seed: " in bare.read_text()
+
+
+def test_a_fallback_must_name_known_probes_and_checks(tmp_path: Path) -> None:
+    fallback = "        compare: values\n        fallback: {probe: nope, when_failing: [c1], because: x}\n"
+    error = load_error(write(tmp_path, replaced("        compare: values\n", fallback)))
+    assert error.message == "no probe named 'nope'"
+    fallback = "        compare: values\n        fallback: {probe: part1, when_failing: [c9], because: x}\n"
+    error = load_error(write(tmp_path, replaced("        compare: values\n", fallback)))
+    assert error.message == "check c1 depends on unknown check 'c9'"
+
+
+def test_checks_may_not_depend_on_each_other_in_a_circle(tmp_path: Path) -> None:
+    fallback = "        compare: values\n        fallback: {probe: part1, when_failing: [c1], because: x}\n"
+    error = load_error(write(tmp_path, replaced("        compare: values\n", fallback)))
+    assert error.message == "checks depend on each other in a circle: c1 -> c1"

@@ -52,11 +52,12 @@ def run(source: Path, out: Path, rubric: Rubric | None = None, **kwargs: object)
 
 def test_second_run_skips_everything_and_force_regrades(source: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
-    first = run(source, out, seed=4)
+    first = run(source, out)
     assert (first.ran, first.rejudged, first.skipped) == (3, 0, 0)
-    again = run(source, out)  # no seed: the store's seed is used, so nothing changes
+    again = run(source, out)  # the assignment's seed again, so nothing changes
     assert (again.ran, again.rejudged, again.skipped) == (0, 0, 3)
-    assert [r.seed for r in again.results] == [4, 4, 4]
+    seed = load_rubric().seed
+    assert [r.seed for r in again.results] == [seed] * 3
     assert [r.score for r in again.results] == [r.score for r in first.results]
     forced = run(source, out, force=True)
     assert (forced.ran, forced.skipped) == (3, 0)
@@ -64,9 +65,20 @@ def test_second_run_skips_everything_and_force_regrades(source: Path, tmp_path: 
         assert [s.runs for s in store.results()] == [2, 2, 2]
 
 
+def test_another_seed_is_deliberate_and_regrades_everyone(source: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    run(source, out)
+    other = run(source, out, seed=4)  # the instructor's choice: every result had the other seed
+    assert (other.ran, other.skipped) == (3, 0)
+    assert [r.seed for r in other.results] == [4, 4, 4]
+    back = run(source, out)  # without --seed, the assignment's seed rules again
+    assert (back.ran, back.skipped) == (3, 0)
+    assert {r.seed for r in back.results} == {load_rubric().seed}
+
+
 def test_a_changed_submission_is_the_only_one_regraded(source: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
-    run(source, out, seed=4)
+    run(source, out)
     bob = source / "bob_okafor" / "autograd_lab.py"
     bob.write_text(bob.read_text(encoding="utf-8") + "\n# one more comment\n", encoding="utf-8")
     again = run(source, out)
@@ -75,7 +87,7 @@ def test_a_changed_submission_is_the_only_one_regraded(source: Path, tmp_path: P
 
 def test_rubric_change_rejudges_without_running_when_the_plan_is_the_same(source: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
-    run(source, out, seed=4)
+    run(source, out)
     text = DEFAULT_RUBRIC.read_text(encoding="utf-8")
     hints_only = tmp_path / "hints.yaml"
     hints_only.write_text(
