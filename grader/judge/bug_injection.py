@@ -24,11 +24,21 @@ def _failure_words(script: ScriptRun) -> str:
     return f"{script.exception or 'failed'}{where}" + (f": {script.message}" if script.message else "")
 
 
+_EXHAUSTED = (*wire.SANDBOX_STOPS, "MemoryError", "RecursionError")
+
+
 def catching(ctx: Context) -> bool:
     """The checks fail on the file as submitted, and the grader finds the engine wrong too:
-    they caught a real bug. Injected bugs then count where the checks stop somewhere else."""
+    they caught a real bug. Injected bugs then count where the checks stop somewhere else.
+    A run that ran out of something (output, processes, memory, stack) is no catch: the checks
+    did not judge anything, as with a time-out."""
     clean = ctx.report.script(wire.CLEAN)
-    return clean is not None and clean.outcome == wire.FAILED and bool(ctx.engine_faults)
+    return (
+        clean is not None
+        and clean.outcome == wire.FAILED
+        and clean.exception not in _EXHAUSTED
+        and bool(ctx.engine_faults)
+    )
 
 
 def _faults(ctx: Context, *, wrong_values: bool = False) -> str:

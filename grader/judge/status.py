@@ -32,7 +32,7 @@ def run_status(raw: RawRun, report: SandboxReport, checks: list[CheckResult]) ->
     load = report.load
     if raw.oom_killed or "MemoryError" in errors or (load and load.memory_error) or clean_exception == "MemoryError":
         found.append((Status.OOM, OOM_DETAIL))
-    flooded = (load and load.output_limit) or clean_exception == "OutputLimit"
+    flooded = (load and load.output_limit) or clean_exception == wire.OUTPUT_LIMIT_STOP
     if raw.stdout_truncated or flooded or any(e.status == wire.OUTPUT_LIMIT for e in ends):
         found.append((Status.OUTPUT_LIMIT, FLOOD_DETAIL))
     if load and load.timed_out:

@@ -54,7 +54,7 @@ class MutationProbe:
             # The submission's own processes took every process slot: its doing. A mutant counts
             # as missed; the file itself (or a harmless copy) as failing its checks.
             message = "your code's processes used up the sandbox's process limit"
-            out = {"outcome": wire.PASSED} if mutant else {"outcome": wire.FAILED, "exception": "ProcessLimit"}
+            out = {"outcome": wire.PASSED} if mutant else {"outcome": wire.FAILED, "exception": wire.PROCESS_LIMIT_STOP}
             out["message"] = message
         elif status == wire.NOT_RUN:
             out = {"outcome": wire.NOT_RUN, "message": "the grading time budget ran out before this run"}
@@ -64,7 +64,7 @@ class MutationProbe:
         elif status in (wire.TIMEOUT, wire.DEADLINE):
             out = {"outcome": wire.TIMEOUT if status == wire.TIMEOUT else wire.NOT_RUN, "limit": round(timeout, 2)}
         elif status == wire.OUTPUT_LIMIT:
-            out = {"outcome": wire.FAILED, "exception": "OutputLimit", "message": "printed more than 4 MiB"}
+            out = {"outcome": wire.FAILED, "exception": wire.OUTPUT_LIMIT_STOP, "message": "printed more than 4 MiB"}
         elif status == wire.KILLED:
             out = {"outcome": wire.CRASHED, "message": f"the process died ({summary.get('signal')})"}
         else:

@@ -73,6 +73,10 @@ ScriptOutcome = Literal["passed", "failed", "crashed", "timeout", "not_applicabl
 SCRIPT_OUTCOMES: Final = frozenset(get_args(ScriptOutcome))
 
 # Mutant names that are not catalogue operators: the unmodified file, and the validity gate's copy.
+# A failed run the sandbox stopped, not the checks: never a caught bug.
+OUTPUT_LIMIT_STOP: Final = "OutputLimit"
+PROCESS_LIMIT_STOP: Final = "ProcessLimit"
+SANDBOX_STOPS: Final = (OUTPUT_LIMIT_STOP, PROCESS_LIMIT_STOP)
 CLEAN: Final = "clean"
 EQUIVALENT: Final = "equivalent"
 
