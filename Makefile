@@ -1,10 +1,11 @@
-# Two entry points: `make grade` (the sample class, in Docker) and `make test`.
+# Entry points: `make grade` (the sample class, in Docker), `make serve` (the course service)
+# and `make test`.
 VENV ?= .venv
 PY := $(VENV)/bin/python
 GRADER := $(VENV)/bin/grader
 OUT ?= out
 
-.PHONY: grade test unit lint image deps browser clean
+.PHONY: grade serve test unit lint image deps browser postgres clean
 
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
@@ -26,6 +27,17 @@ browser:
 	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium fonts-dejavu-core fonts-liberation >/dev/null); } || \
 	  { echo "Chromium is missing at $(CHROMIUM): install Debian's chromium package (apt-get install chromium)." >&2; exit 1; }
 
+# The service and its tests run a private PostgreSQL cluster (service/devdb.py), never a
+# system service: only the server's programs are needed, from Debian's archive.
+postgres:
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null 2>&1 || \
+	  { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null); } || \
+	  { echo "PostgreSQL is missing: install Debian's postgresql package (apt-get install postgresql)." >&2; exit 1; }
+
+serve: image postgres
+	$(PY) -m service.serve
+
 image: $(VENV)/.installed deps
 	$(GRADER) image build
 
@@ -36,10 +48,11 @@ unit: $(VENV)/.installed
 	$(PY) -m pytest tests/unit -q
 
 lint: $(VENV)/.installed
-	$(PY) -m mypy
-	$(PY) -m ruff check grader sandbox tests bench
+	DEBUG=True $(PY) -m mypy
+	DEBUG=True DATABASE_URL=postgresql://unused@127.0.0.1:1/x $(PY) -m service.manage makemigrations --check --dry-run
+	$(PY) -m ruff check grader sandbox tests bench service
 
-test: image lint browser
+test: image lint browser postgres
 	REQUIRE_DOCKER=1 REQUIRE_BROWSER=1 CHROMIUM=$(CHROMIUM) $(PY) -m pytest tests -q
 
 clean:

@@ -11,7 +11,7 @@ from typing import NoReturn
 
 import click
 
-from .errors import GraderError, InfraError, RubricValidationError, SandboxUnavailable
+from .errors import GraderError, InfraError, RubricValidationError, SandboxUnavailable, SubmissionError
 from .report import print_summary, write_feedback_html, write_gradescope, write_markdown
 from .report.view import printable
 from .results import SubmissionResult
@@ -269,6 +269,57 @@ def rubric_reseed(path: str | None, seed: int | None) -> None:
     except GraderError as error:
         _fail(error)
     echo(f"Seed {old} -> {new}. The next `grader grade` regrades every submission with the new hidden inputs.")
+
+
+@cli.group()
+def service() -> None:
+    """The course service's administration (needs DATABASE_URL, as the service does)."""
+
+
+def _django() -> None:
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "service.settings")
+    import django
+
+    django.setup()
+
+
+@service.command("roster")
+@click.argument("slug")
+@click.argument("csv_file", type=click.Path(dir_okay=False, exists=True, path_type=Path))
+def service_roster(slug: str, csv_file: Path) -> None:
+    """Enrol the students of CSV_FILE (username,email,name) in assignment SLUG's course."""
+    _django()
+    from service.courses.roster import RosterError, enrol_csv
+
+    try:
+        outcome = enrol_csv(slug, csv_file.read_text(encoding="utf-8-sig"))
+    except (RosterError, UnicodeDecodeError) as error:
+        _fail(SubmissionError(f"{csv_file}: {error}"))
+    echo(f"{outcome.created} account(s) created, {outcome.enrolled} enrolled, {outcome.already} already enrolled.")
+
+
+@service.command("token")
+@click.argument("usernames", nargs=-1, required=True)
+def service_token(usernames: tuple[str, ...]) -> None:
+    """Print one `USERNAME TOKEN` line per user: a new API token each (shown only now)."""
+    _django()
+    from service.courses.roster import RosterError, tokens_for
+
+    try:
+        for username, token in tokens_for(list(usernames)):
+            click.echo(f"{username} {token}")
+    except RosterError as error:
+        _fail(SubmissionError(str(error)))
+
+
+@service.command("demo")
+def service_demo() -> None:
+    """Load the demo course (assignment a8) and print its users' new passwords."""
+    _django()
+    from service.courses.roster import load_demo
+
+    for username, password in load_demo():
+        click.echo(f"  {username:12s} password {password}")
 
 
 @cli.group()

@@ -1,0 +1,38 @@
+"""Every lookup of a course object is scoped to the user here: unknown and not-yours look
+the same (404), so ids cannot be probed."""
+
+from __future__ import annotations
+
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.http import Http404
+
+from ..submissions.models import Submission
+from .models import STAFF_ROLES, Assignment, Enrolment, Role
+
+
+def role_in(user: AbstractBaseUser | AnonymousUser, course_id: int) -> Role | None:
+    if not user.is_authenticated:
+        return None
+    found = Enrolment.objects.filter(user_id=user.pk, course_id=course_id).values_list("role", flat=True).first()
+    return Role(found) if found else None
+
+
+def assignment_for(user: AbstractBaseUser | AnonymousUser, slug: str) -> tuple[Assignment, Role]:
+    if len(slug) > 40:
+        raise Http404
+    assignment = Assignment.objects.select_related("course").filter(slug=slug).first()
+    role = role_in(user, assignment.course_id) if assignment else None
+    if assignment is None or role is None:
+        raise Http404
+    return assignment, role
+
+
+def submission_for(user: AbstractBaseUser | AnonymousUser, submission_id: int) -> tuple[Submission, Role]:
+    """A student reaches only their own submissions; staff reach their course's."""
+    submission = Submission.objects.select_related("assignment__course", "user").filter(pk=submission_id).first()
+    if submission is None:
+        raise Http404
+    role = role_in(user, submission.assignment.course_id)
+    if role is None or (role not in STAFF_ROLES and submission.user_id != user.pk):
+        raise Http404
+    return submission, role

@@ -1,0 +1,112 @@
+"""Courses, who is in them and with what role, and assignments with their late policy."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from pathlib import Path
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.core.validators import RegexValidator
+from django.db import models
+
+from grader.rubric import Rubric, load_rubric
+
+RUBRICS = settings.REPO / "rubrics"
+slug_shape = RegexValidator(r"^[a-z0-9][a-z0-9_-]{0,39}$", "lowercase letters, digits, - and _ (at most 40)")
+
+
+class Role(models.TextChoices):
+    STUDENT = "student"
+    TA = "ta"
+    INSTRUCTOR = "instructor"
+
+
+STAFF_ROLES = (Role.TA, Role.INSTRUCTOR)
+
+
+class Course(models.Model):
+    slug = models.CharField(max_length=40, unique=True, validators=[slug_shape])
+    title = models.CharField(max_length=200)
+
+    def __str__(self) -> str:
+        return self.title
+
+
+class Enrolment(models.Model):
+    course = models.ForeignKey(Course, on_delete=models.CASCADE, related_name="enrolments")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="enrolments")
+    role = models.CharField(max_length=12, choices=Role.choices, default=Role.STUDENT)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["course", "user"], name="one_enrolment_per_course")]
+
+    def __str__(self) -> str:
+        return f"{self.user} in {self.course} ({self.role})"
+
+
+class Counted(models.TextChoices):
+    LATEST = "latest"
+    BEST = "best"
+
+
+class HiddenDetails(models.TextChoices):
+    """When a counted submission's hidden checks show their results (Gradescope's names)."""
+
+    AFTER_DUE_DATE = "after_due_date"
+    VISIBLE = "visible"
+
+
+def _rubric_in_folder(value: str) -> None:
+    path = (RUBRICS / value).resolve()
+    if path.parent != RUBRICS.resolve() or path.suffix not in (".yaml", ".yml") or not path.is_file():
+        raise ValidationError(f"{value!r} is not a rubric file in rubrics/")
+
+
+class Assignment(models.Model):
+    course = models.ForeignKey(Course, on_delete=models.CASCADE, related_name="assignments")
+    slug = models.CharField(max_length=40, unique=True, validators=[slug_shape])
+    title = models.CharField(max_length=200)
+    rubric_file = models.CharField(max_length=100, validators=[_rubric_in_folder])
+    due_at = models.DateTimeField()
+    grace_minutes = models.PositiveIntegerField(default=0)
+    late_penalty_per_day = models.FloatField(default=0.0, help_text="percent of the score per started day late")
+    hard_close_at = models.DateTimeField(null=True, blank=True, help_text="no counted submission after this")
+    counted = models.CharField(max_length=8, choices=Counted.choices, default=Counted.LATEST)
+    hidden_details = models.CharField(
+        max_length=16, choices=HiddenDetails.choices, default=HiddenDetails.AFTER_DUE_DATE
+    )
+
+    def __str__(self) -> str:
+        return self.title
+
+    def rubric(self) -> Rubric:
+        return load_rubric(RUBRICS / Path(self.rubric_file).name)
+
+    def due_for(self, user_id: int) -> datetime:
+        extension = self.extensions.filter(user_id=user_id).first()
+        return extension.due_at if extension else self.due_at
+
+    def late_penalty(self, user_id: int, received: datetime) -> float:
+        """Percent taken off a counted submission received at ``received`` (0 when on time)."""
+        late = received - (self.due_for(user_id) + timedelta(minutes=self.grace_minutes))
+        if late <= timedelta(0):
+            return 0.0
+        days = -(-late // timedelta(days=1))  # every started day counts
+        return min(100.0, days * self.late_penalty_per_day)
+
+    def closed_for(self, user_id: int, now: datetime) -> bool:
+        if self.hard_close_at is None:
+            return False
+        extension = self.extensions.filter(user_id=user_id).first()
+        close = max(self.hard_close_at, extension.due_at) if extension else self.hard_close_at
+        return now > close
+
+
+class Extension(models.Model):
+    assignment = models.ForeignKey(Assignment, on_delete=models.CASCADE, related_name="extensions")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
+    due_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["assignment", "user"], name="one_extension_per_student")]

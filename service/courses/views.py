@@ -1,0 +1,156 @@
+"""Staff pages: the class view, score overrides, regrades, the grades export."""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass
+
+from django.contrib.auth.decorators import login_required
+from django.contrib.auth.models import User
+from django.db import transaction
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.utils import timezone
+from django.views.decorators.http import require_GET, require_POST
+
+from ..accounts.identity import signed_in
+from ..submissions.models import SCORED, AuditEntry, Kind, Regrade, ScoreOverride, State, Submission
+from ..submissions.queue import LANE_PRIORITY, Lane
+from ..submissions.standing import counted_submission
+from .access import assignment_for, submission_for
+from .models import STAFF_ROLES, Assignment, Enrolment, Role
+
+MAX_REASON = 2000
+
+
+def _staff_assignment(request: HttpRequest, slug: str) -> Assignment:
+    assignment, role = assignment_for(request.user, slug)
+    if role not in STAFF_ROLES:
+        raise Http404  # students cannot tell a staff page from a missing one
+    return assignment
+
+
+@dataclass(frozen=True)
+class Row:
+    user: User
+    counted: Submission | None
+    score: float | None
+    submissions: list[Submission]
+
+
+def _rows(assignment: Assignment) -> list[Row]:
+    students = Enrolment.objects.filter(course=assignment.course, role=Role.STUDENT).select_related("user")
+    rows = []
+    for enrolment in students.order_by("user__username"):
+        counted = counted_submission(assignment, enrolment.user_id)
+        tries = Submission.objects.filter(assignment=assignment, user_id=enrolment.user_id, kind=Kind.SUBMIT)
+        rows.append(
+            Row(
+                enrolment.user,
+                counted,
+                counted.counted_score if counted else None,
+                list(tries.defer("content", "result_json")[:50]),
+            )
+        )
+    return rows
+
+
+@login_required
+@require_GET
+def class_view(request: HttpRequest, slug: str) -> HttpResponse:
+    assignment = _staff_assignment(request, slug)
+    return render(request, "courses/class.html", {"assignment": assignment, "rows": _rows(assignment)})
+
+
+@login_required
+@require_GET
+def grades_csv(request: HttpRequest, slug: str) -> HttpResponse:
+    assignment = _staff_assignment(request, slug)
+    response = HttpResponse(content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{assignment.slug}-grades.csv"'
+    writer = csv.writer(response)
+    writer.writerow(["student", "email", "submission", "received_at", "status", "score", "late_penalty_percent"])
+    for row in _rows(assignment):
+        counted, user = row.counted, row.user
+        if counted is not None:
+            writer.writerow(
+                [
+                    user.username,
+                    user.email,
+                    counted.pk,
+                    counted.received_at.isoformat(),
+                    counted.state,
+                    counted.counted_score,
+                    counted.late_penalty,
+                ]  # fmt: skip
+            )
+        else:
+            writer.writerow([user.username, user.email, "", "", "no submission", "", ""])
+    return response
+
+
+@login_required
+@require_POST
+def override(request: HttpRequest, submission_id: int) -> HttpResponse:
+    submission, role = submission_for(request.user, submission_id)
+    if role not in STAFF_ROLES:
+        raise Http404
+    reason = request.POST.get("reason", "").strip()[:MAX_REASON]
+    try:
+        score = float(request.POST.get("score", ""))
+    except ValueError:
+        score = -1.0
+    limit = submission.max_score or submission.assignment.rubric().total
+    if not reason or not 0 <= score <= limit:
+        return HttpResponse(f"An override needs a score between 0 and {limit:g} and a reason.", status=400)
+    with transaction.atomic():
+        old = submission.counted_score
+        ScoreOverride.objects.create(submission=submission, score=score, reason=reason, by=signed_in(request))
+        AuditEntry.objects.create(
+            actor=signed_in(request), action="override", submission=submission, detail=f"{old} -> {score}: {reason}"
+        )
+    return redirect("class-view", slug=submission.assignment.slug)
+
+
+@login_required
+@require_POST
+def regrade(request: HttpRequest, slug: str) -> HttpResponse:
+    """Grade again (every counted submission, or each student's latest) in the regrade lane,
+    which never delays students' jobs; old scores are kept beside the new ones."""
+    from ..submissions.tasks import grade_submission
+
+    assignment = _staff_assignment(request, slug)
+    which = request.POST.get("which", "latest")
+    scored = Submission.objects.filter(assignment=assignment, kind=Kind.SUBMIT, state__in=SCORED)
+    if which == "latest":
+        users = scored.values_list("user_id", flat=True).distinct()
+        targets = [s for s in (counted_latest(assignment, u) for u in users) if s]
+    else:
+        targets = list(scored.defer("content"))
+    now = timezone.now()
+    for submission in targets:
+        with transaction.atomic():
+            Regrade.objects.create(
+                submission=submission,
+                old_score=submission.score,
+                old_state=submission.state,
+                old_result_json=submission.result_json,
+            )
+            Submission.objects.filter(pk=submission.pk).update(
+                state=State.QUEUED, lane=Lane.REGRADE.value, started_at=None
+            )
+            grade_submission.configure(queue=Lane.REGRADE.value, priority=LANE_PRIORITY[Lane.REGRADE]).defer(
+                submission_id=submission.pk
+            )
+    detail = f"{len(targets)} submission(s) of {assignment.slug} ({which}) at {now:%Y-%m-%d %H:%M}"
+    AuditEntry.objects.create(actor=signed_in(request), action="regrade", detail=detail)
+    return redirect("class-view", slug=assignment.slug)
+
+
+def counted_latest(assignment: Assignment, user_id: int) -> Submission | None:
+    return (
+        Submission.objects.filter(assignment=assignment, user_id=user_id, kind=Kind.SUBMIT, state__in=SCORED)
+        .defer("content")
+        .order_by("-received_at", "-id")
+        .first()
+    )

@@ -1,0 +1,151 @@
+"""Settings of the course service: every value from the environment, with safe defaults.
+
+PostgreSQL only: the job queue (procrastinate) lives in the same database as the
+submissions, so a submission and its grading job commit in one transaction.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+from django.core.exceptions import ImproperlyConfigured
+
+from .env import env_bool, env_int, env_secret, env_text
+
+BASE_DIR = Path(__file__).resolve().parent
+REPO = BASE_DIR.parent
+
+DEBUG = env_bool("DEBUG", False)
+SECRET_KEY = env_secret("SECRET_KEY")
+if not SECRET_KEY:
+    if not DEBUG:
+        raise ImproperlyConfigured("SECRET_KEY is not set (or SECRET_KEY_FILE); it is required unless DEBUG=True")
+    SECRET_KEY = "debug-only-not-a-secret"
+
+SITE_ROOT = env_text("SITE_ROOT", "http://127.0.0.1:8000").rstrip("/")
+_site = urlsplit(SITE_ROOT)
+ALLOWED_HOSTS = [_site.hostname or "127.0.0.1", "127.0.0.1", "localhost"]
+CSRF_TRUSTED_ORIGINS = [f"{_site.scheme}://{_site.netloc}"]
+
+
+def _database(url: str) -> dict[str, object]:
+    parts = urlsplit(url)
+    if parts.scheme not in ("postgres", "postgresql"):
+        raise ImproperlyConfigured("DATABASE_URL must be a postgresql:// URL (the queue lives in PostgreSQL)")
+    return {
+        "ENGINE": "django.db.backends.postgresql",
+        "NAME": unquote(parts.path.lstrip("/")) or "grader",
+        "USER": unquote(parts.username or ""),
+        "PASSWORD": unquote(parts.password or ""),
+        "HOST": parts.hostname or "127.0.0.1",
+        "PORT": str(parts.port or 5432),
+        "CONN_MAX_AGE": 60,
+        "CONN_HEALTH_CHECKS": True,  # a restarted PostgreSQL is reconnected, not a 500 storm
+        "OPTIONS": {"application_name": env_text("DB_APPLICATION_NAME", "grader-web")},
+    }
+
+
+DATABASES = {"default": _database(env_text("DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/grader"))}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "procrastinate.contrib.django",
+    "lti_tool",
+    "service.accounts",
+    "service.courses",
+    "service.submissions",
+    "service.api",
+    "service.lti",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "csp.middleware.CSPMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "lti_tool.middleware.LtiLaunchMiddleware",
+]
+
+ROOT_URLCONF = "service.urls"
+WSGI_APPLICATION = "service.wsgi.application"
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ]
+        },
+    }
+]
+
+# Launch state and rate limits must be shared by every web process: the database cache.
+CACHES = {"default": {"BACKEND": "django.core.cache.backends.db.DatabaseCache", "LOCATION": "service_cache"}}
+
+AUTH_PASSWORD_VALIDATORS = [{"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"}]
+LOGIN_URL = "/accounts/login/"
+LOGIN_REDIRECT_URL = "/"
+LOGOUT_REDIRECT_URL = "/accounts/login/"
+
+LANGUAGE_CODE = "en"
+TIME_ZONE = env_text("TIME_ZONE", "UTC")
+USE_TZ = True
+STATIC_URL = "/static/"
+WHITENOISE_USE_FINDERS = True  # two small files, served from the apps' folders: no collectstatic step
+
+# Uploads: the grader's own cap, and nothing kept in memory beyond it.
+MAX_UPLOAD_BYTES = env_int("MAX_UPLOAD_BYTES", 1024 * 1024, minimum=1024)
+DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_UPLOAD_BYTES + 64 * 1024
+FILE_UPLOAD_MAX_MEMORY_SIZE = MAX_UPLOAD_BYTES + 64 * 1024
+
+# The grading queue.
+QUEUE_LIMIT = env_int("QUEUE_LIMIT", 2000, minimum=1)  # self-checks refused (503) beyond this many waiting jobs
+SELF_CHECKS_PER_WINDOW = env_int("SELF_CHECKS_PER_WINDOW", 10, minimum=1)
+SELF_CHECK_WINDOW_SECONDS = env_int("SELF_CHECK_WINDOW_SECONDS", 600, minimum=1)
+GRADER_SANDBOX = env_text("GRADER_SANDBOX", "docker")  # docker, or local for trusted demos only
+
+# Security headers. The grader's feedback page has one inline <style> and no script; pages
+# of the service load their one script and stylesheet from 'self'.
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = not DEBUG and SITE_ROOT.startswith("https://")
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", False)
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0)
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        "img-src": ["'self'", "data:"],
+        "object-src": ["'none'"],
+        "base-uri": ["'none'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    }
+}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": env_text("LOG_LEVEL", "INFO")},
+    "loggers": {"procrastinate": {"level": "WARNING"}},
+}

@@ -1,0 +1,8 @@
+from __future__ import annotations
+
+from django.apps import AppConfig
+
+
+class SubmissionsConfig(AppConfig):
+    name = "service.submissions"
+    label = "submissions"

@@ -1,0 +1,96 @@
+"""One grading of one stored submission, through the grader's own pipeline.
+
+Idempotent, keyed by submission id: a job that finds its submission already finished does
+nothing, and the result is written only if the row is still the one this run started, so a
+job retried after its worker died ends exactly once.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from grader.pipeline import grade_source
+from grader.results import Status
+from grader.results_io import result_to_json
+from grader.runners.base import Runner
+
+from .models import Kind, State, Submission
+
+log = logging.getLogger(__name__)
+_runners = threading.local()
+
+
+class InfraFailure(Exception):
+    """The grader, not the submission, failed: the job is retried and no attempt is counted."""
+
+
+def runner() -> Runner:
+    """One runner per worker thread (the Docker client is not shared between threads)."""
+    found: Runner | None = getattr(_runners, "runner", None)
+    if found is None:
+        if settings.GRADER_SANDBOX == "local":
+            from grader.runners.local import LocalRunner
+
+            found = LocalRunner()
+        else:
+            from grader.runners.docker import DockerRunner
+
+            found = DockerRunner()
+        _runners.runner = found
+    return found
+
+
+def claim(submission_id: int) -> Submission | None:
+    """Mark the submission running; None when there is nothing to do (finished, superseded)."""
+    with transaction.atomic():
+        submission = (
+            Submission.objects.select_for_update().select_related("assignment", "user").filter(pk=submission_id).first()
+        )
+        if submission is None or submission.state not in (State.QUEUED, State.RUNNING):
+            return None
+        submission.state = State.RUNNING
+        submission.started_at = timezone.now()
+        submission.attempts += 1
+        submission.save(update_fields=["state", "started_at", "attempts"])
+        return submission
+
+
+def grade(submission_id: int, *, final_attempt: bool) -> str:
+    """Grade one submission; returns its final state. Raises InfraFailure to be retried."""
+    submission = claim(submission_id)
+    if submission is None:
+        return "skipped"
+    assignment = submission.assignment
+    rubric = assignment.rubric()
+    graded = grade_source(
+        bytes(submission.content),
+        "",
+        student=submission.user.get_username(),
+        rubric=rubric,
+        runner=runner(),
+        seed=rubric.seed,
+        visible_only=submission.kind == Kind.SELF_CHECK,
+    )
+    result = graded.result
+    if result.status is Status.INFRA_ERROR and not final_attempt:
+        Submission.objects.filter(pk=submission.pk, state=State.RUNNING).update(
+            state=State.QUEUED, detail=f"the grader failed and will retry: {result.status_detail}"
+        )
+        raise InfraFailure(result.status_detail)
+    written = Submission.objects.filter(pk=submission.pk, state=State.RUNNING).update(
+        state=State(result.status.value),
+        seed=result.seed,
+        score=None if result.status is Status.INFRA_ERROR else result.score,
+        max_score=result.max_score,
+        result_json=result_to_json(result),
+        detail=result.status_detail,
+        finished_at=timezone.now(),
+    )
+    if not written:
+        log.warning("submission %s changed while it was graded; result not written", submission.pk)
+    return result.status.value

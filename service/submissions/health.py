@@ -1,0 +1,56 @@
+"""The health page: queue depth per lane, the oldest waiting job, workers and heartbeats."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth.decorators import login_required
+from django.db import connection
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import render
+from django.utils import timezone
+from django.views.decorators.http import require_GET
+
+from ..accounts.identity import signed_in
+from ..courses.models import STAFF_ROLES, Enrolment
+from .models import PENDING, Submission
+from .queue import LANES
+
+
+def snapshot() -> dict[str, Any]:
+    now = timezone.now()
+    lanes = {}
+    for lane in LANES:
+        waiting = Submission.objects.filter(lane=lane, state__in=PENDING)
+        oldest = waiting.order_by("received_at").values_list("received_at", flat=True).first()
+        lanes[lane] = {
+            "depth": waiting.count(),
+            "oldest_age_seconds": round((now - oldest).total_seconds(), 1) if oldest else 0.0,
+        }
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT id, last_heartbeat FROM procrastinate_workers ORDER BY id")
+        workers = [
+            {"id": row[0], "last_heartbeat": row[1].isoformat(), "age_seconds": round((now - row[1]).total_seconds(), 1)}
+            for row in cursor.fetchall()
+        ]
+    return {"lanes": lanes, "workers": workers, "at": now.isoformat()}
+
+
+@require_GET
+def status(request: HttpRequest) -> HttpResponse:
+    """For load balancers: the database answers."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1")
+    return HttpResponse("OK", content_type="text/plain")
+
+
+@login_required
+@require_GET
+def health(request: HttpRequest) -> HttpResponse:
+    user = signed_in(request)
+    if not user.is_superuser and not Enrolment.objects.filter(user=user, role__in=STAFF_ROLES).exists():
+        raise Http404
+    data = snapshot()
+    if "json" in request.GET:
+        return JsonResponse(data)
+    return render(request, "submissions/health.html", data)

@@ -1,0 +1,122 @@
+"""Submissions as received, their grading state, and every change staff make to a score."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+from ..courses.models import Assignment
+
+
+class Kind(models.TextChoices):
+    SELF_CHECK = "self_check"  # visible checks only, not counted
+    SUBMIT = "submit"  # counted
+
+
+class State(models.TextChoices):
+    QUEUED = "queued"
+    RUNNING = "running"
+    GRADED = "graded"
+    TIMEOUT = "timeout"
+    OOM = "oom"
+    OUTPUT_LIMIT = "output_limit"
+    UNGRADABLE = "ungradable"
+    INFRA_ERROR = "infra_error"
+    SUPERSEDED = "superseded"
+
+
+PENDING = (State.QUEUED, State.RUNNING)
+# A finished grading that produced a score (infra errors never count as attempts).
+SCORED = (State.GRADED, State.TIMEOUT, State.OOM, State.OUTPUT_LIMIT, State.UNGRADABLE)
+
+
+class Submission(models.Model):
+    assignment = models.ForeignKey(Assignment, on_delete=models.CASCADE, related_name="submissions")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="submissions")
+    kind = models.CharField(max_length=12, choices=Kind.choices)
+    received_at = models.DateTimeField(default=timezone.now, db_index=True)
+    filename = models.CharField(max_length=200)
+    sha256 = models.CharField(max_length=64)
+    size = models.PositiveIntegerField()
+    content = models.BinaryField()
+    problem = models.TextField(blank=True, help_text="why the upload cannot be graded, when it cannot")
+    state = models.CharField(max_length=16, choices=State.choices, default=State.QUEUED, db_index=True)
+    seed = models.BigIntegerField(null=True, blank=True)
+    score = models.FloatField(null=True, blank=True)
+    max_score = models.FloatField(null=True, blank=True)
+    late_penalty = models.FloatField(default=0.0, help_text="percent taken off")
+    result_json = models.TextField(blank=True)
+    detail = models.TextField(blank=True)
+    job_id = models.BigIntegerField(null=True, blank=True)
+    lane = models.CharField(max_length=16, default="")
+    attempts = models.PositiveIntegerField(default=0, help_text="sandbox runs, infrastructure failures included")
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-received_at", "-id"]
+        indexes = [models.Index(fields=["assignment", "user", "kind"])]
+
+    def __str__(self) -> str:
+        return f"#{self.pk} {self.user} {self.assignment.slug} {self.kind} {self.state}"
+
+    @property
+    def counted_score(self) -> float | None:
+        """The score after the late penalty and any override."""
+        override = self.overrides.order_by("-at").first()
+        if override is not None:
+            return override.score
+        if self.score is None:
+            return None
+        return round(self.score * (1 - self.late_penalty / 100), 2)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.pk,
+            "assignment": self.assignment.slug,
+            "kind": self.kind,
+            "received_at": self.received_at.isoformat(),
+            "sha256": self.sha256,
+            "status": self.state,
+            "score": self.counted_score,
+            "max_score": self.max_score,
+            "late_penalty": self.late_penalty,
+            "problem": self.problem,
+            "feedback_url": f"/submissions/{self.pk}/feedback/",
+        }
+
+
+class ScoreOverride(models.Model):
+    """A score set by staff, with the reason; the latest one counts, all are kept."""
+
+    submission = models.ForeignKey(Submission, on_delete=models.CASCADE, related_name="overrides")
+    score = models.FloatField()
+    reason = models.TextField()
+    by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    at = models.DateTimeField(default=timezone.now)
+
+
+class Regrade(models.Model):
+    """An earlier score of a submission, kept when it is graded again."""
+
+    submission = models.ForeignKey(Submission, on_delete=models.CASCADE, related_name="regrades")
+    old_score = models.FloatField(null=True)
+    old_state = models.CharField(max_length=16)
+    old_result_json = models.TextField(blank=True)
+    at = models.DateTimeField(default=timezone.now)
+
+
+class AuditEntry(models.Model):
+    """Who did what to whose grade, and why."""
+
+    at = models.DateTimeField(default=timezone.now, db_index=True)
+    actor = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    action = models.CharField(max_length=40)
+    submission = models.ForeignKey(Submission, null=True, on_delete=models.SET_NULL, related_name="audit")
+    detail = models.TextField()
+
+    class Meta:
+        ordering = ["-at"]

@@ -1,0 +1,24 @@
+"""The queue's lanes: self-checks first, counted submissions next, regrades last."""
+
+from __future__ import annotations
+
+from enum import Enum
+
+from .models import PENDING, Submission
+
+
+class Lane(str, Enum):
+    SELF_CHECK = "self_check"
+    SUBMIT = "submit"
+    REGRADE = "regrade"
+
+
+# procrastinate takes higher priorities first; regrades also have their own queue so that a
+# worker can be kept for students' jobs alone.
+LANE_PRIORITY = {Lane.SELF_CHECK: 20, Lane.SUBMIT: 10, Lane.REGRADE: 0}
+LANES = tuple(lane.value for lane in Lane)
+
+
+def queue_depth(lane: Lane | None = None) -> int:
+    waiting = Submission.objects.filter(state__in=PENDING)
+    return (waiting.filter(lane=lane.value) if lane else waiting).count()

@@ -1,0 +1,36 @@
+// Follows a queued submission without reloading: polls its status and reloads once it is done.
+"use strict";
+(function () {
+  const box = document.querySelector("[data-follow]");
+  if (!box) return;
+  const url = box.getAttribute("data-follow");
+  const state = box.querySelector("[data-state]");
+  const place = box.querySelector("[data-position]");
+  function tick() {
+    fetch(url, { credentials: "same-origin", headers: { Accept: "application/json" } })
+      .then(function (r) { return r.ok ? r.json() : null; })
+      .then(function (body) {
+        if (!body) return setTimeout(tick, 5000);
+        state.textContent = body.status;
+        place.textContent = body.queue_position ? "position " + body.queue_position + " in the queue" : "";
+        if (body.status === "queued" || body.status === "running") setTimeout(tick, 1500);
+        else window.location.reload();
+      })
+      .catch(function () { setTimeout(tick, 5000); });
+  }
+  setTimeout(tick, 1000);
+})();
+
+// Drag and drop onto the upload form fills its file field.
+(function () {
+  const zone = document.querySelector("[data-drop]");
+  if (!zone) return;
+  const input = zone.querySelector("input[type=file]");
+  zone.addEventListener("dragover", function (e) { e.preventDefault(); zone.classList.add("over"); });
+  zone.addEventListener("dragleave", function () { zone.classList.remove("over"); });
+  zone.addEventListener("drop", function (e) {
+    e.preventDefault();
+    zone.classList.remove("over");
+    if (e.dataTransfer && e.dataTransfer.files.length) input.files = e.dataTransfer.files;
+  });
+})();

@@ -1,0 +1,118 @@
+"""Students' pages: the assignment (upload, history), a submission as it is graded, feedback."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
+from django.utils import timezone
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from grader.report.html import render_feedback_html
+from grader.results_io import result_from_json
+
+from ..accounts.identity import signed_in
+from ..courses.access import assignment_for, submission_for
+from ..courses.models import STAFF_ROLES, Enrolment
+from .intake import Refusal, position, receive
+from .models import Kind, Submission
+from .standing import counted_submission
+from .visibility import student_view
+
+
+@login_required
+@require_GET
+def home(request: HttpRequest) -> HttpResponse:
+    enrolments = Enrolment.objects.filter(user=signed_in(request)).select_related("course").prefetch_related(
+        "course__assignments"
+    )
+    return render(request, "submissions/home.html", {"enrolments": enrolments})
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def assignment_page(request: HttpRequest, slug: str) -> HttpResponse:
+    user = signed_in(request)
+    assignment, role = assignment_for(user, slug)
+    refusal: Refusal | None = None
+    if request.method == "POST":
+        upload = request.FILES.get("file")
+        kind = request.POST.get("kind", "")
+        if upload is None or kind not in Kind.values:
+            refusal = Refusal(400, "choose a file, then Self-check or Submit")
+        else:
+            raw = upload.read(assignment.rubric().limits.max_file_kb * 1024 + 1)
+            outcome = receive(assignment, user, Kind(kind), upload.name or "", raw)
+            if isinstance(outcome, Submission):
+                return redirect("submission", submission_id=outcome.pk)
+            refusal = outcome
+    mine = Submission.objects.filter(assignment=assignment, user=user).defer("content", "result_json")
+    context = {
+        "assignment": assignment,
+        "rubric": assignment.rubric(),
+        "role": role,
+        "is_staff": role in STAFF_ROLES,
+        "due": assignment.due_for(user.pk),
+        "history": mine[:200],
+        "counted": counted_submission(assignment, user.pk),
+        "refusal": refusal,
+    }
+    response = render(request, "submissions/assignment.html", context, status=refusal.status if refusal else 200)
+    if refusal and refusal.retry_after:
+        response["Retry-After"] = str(refusal.retry_after)
+    return response
+
+
+@login_required
+@require_GET
+def submission_page(request: HttpRequest, submission_id: int) -> HttpResponse:
+    submission, role = submission_for(request.user, submission_id)
+    return render(
+        request,
+        "submissions/submission.html",
+        {"s": submission, "position": position(submission), "is_staff": role in STAFF_ROLES},
+    )
+
+
+@login_required
+@require_GET
+def submission_status(request: HttpRequest, submission_id: int) -> HttpResponse:
+    submission, _ = submission_for(request.user, submission_id)
+    body = submission.to_dict()
+    body["queue_position"] = position(submission)
+    return JsonResponse(body)
+
+
+@login_required
+@require_GET
+def feedback(request: HttpRequest, submission_id: int) -> HttpResponse:
+    """The grader's own feedback page, with what this viewer may see decided first."""
+    submission, role = submission_for(request.user, submission_id)
+    if not submission.result_json:
+        return redirect("submission", submission_id=submission.pk)
+    result = result_from_json(submission.result_json)
+    if role not in STAFF_ROLES:
+        result = student_view(result, submission, timezone.now())
+    html = render_feedback_html(result)
+    response = HttpResponse(html)
+    response["Content-Security-Policy"] = feedback_policy(html)
+    return response
+
+
+def feedback_policy(html: str) -> str:
+    """No script at all; the page's own inline style blocks allowed by hash, nothing else."""
+    hashes = []
+    start = 0
+    while (open_at := html.find("<style>", start)) != -1:
+        close_at = html.index("</style>", open_at)
+        body = html[open_at + len("<style>") : close_at]
+        hashes.append("'sha256-" + base64.b64encode(hashlib.sha256(body.encode()).digest()).decode() + "'")
+        start = close_at
+    return (
+        "default-src 'none'; script-src 'none'; img-src 'self' data:; "
+        f"style-src {' '.join(hashes) or chr(39) + 'none' + chr(39)}; base-uri 'none'; form-action 'none'; "
+        "frame-ancestors 'none'"
+    )

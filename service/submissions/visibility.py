@@ -1,0 +1,43 @@
+"""What a student may see of a result, decided before the grader's page is rendered."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import datetime
+
+from grader.results import SectionResult, SubmissionResult, Visibility
+
+from ..courses.models import HiddenDetails
+from .models import Kind, Submission
+
+
+def student_view(result: SubmissionResult, submission: Submission, now: datetime) -> SubmissionResult:
+    """A counted submission's hidden checks stay out of sight until the student's due date
+    (Gradescope's ``after_due_date``), unless the assignment shows them at once."""
+    assignment = submission.assignment
+    if submission.kind == Kind.SELF_CHECK or assignment.hidden_details == HiddenDetails.VISIBLE:
+        return result
+    if now >= assignment.due_for(submission.user_id):
+        return result
+    shown = tuple(c for c in result.checks if c.visibility is Visibility.VISIBLE)
+    hidden = len(result.checks) - len(shown)
+    sections = tuple(
+        SectionResult(
+            s.tag,
+            s.title,
+            round(sum(c.points for c in shown if c.section == s.tag), 2),
+            round(sum(c.max_points for c in shown if c.section == s.tag), 2),
+        )
+        for s in result.sections
+    )
+    return replace(
+        result,
+        checks=shown,
+        sections=sections,
+        score=round(sum(c.points for c in shown), 2),
+        max_score=round(sum(c.max_points for c in shown), 2),
+        visible_only=True,
+        hidden_not_run=hidden,
+        diagnoses=(),  # they can rest on hidden checks
+        status_detail=f"{result.status_detail} The {hidden} hidden checks' results are shown after the due date.",
+    )

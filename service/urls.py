@@ -1,0 +1,30 @@
+"""Every URL of the service."""
+
+from __future__ import annotations
+
+from django.contrib import admin
+from django.contrib.auth import views as auth_views
+from django.urls import include, path
+
+from .courses import views as staff
+from .submissions import health
+from .submissions import views as student
+
+urlpatterns = [
+    path("", student.home, name="home"),
+    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("a/<str:slug>/", student.assignment_page, name="assignment"),
+    path("a/<str:slug>/class/", staff.class_view, name="class-view"),
+    path("a/<str:slug>/class/grades.csv", staff.grades_csv, name="grades-csv"),
+    path("a/<str:slug>/class/regrade/", staff.regrade, name="regrade"),
+    path("submissions/<int:submission_id>/", student.submission_page, name="submission"),
+    path("submissions/<int:submission_id>/status.json", student.submission_status, name="submission-status"),
+    path("submissions/<int:submission_id>/feedback/", student.feedback, name="feedback"),
+    path("submissions/<int:submission_id>/override/", staff.override, name="override"),
+    path("health/", health.health, name="health"),
+    path("status/", health.status, name="status"),
+    path("api/v1/", include("service.api.urls")),
+    path("lti/", include("service.lti.urls")),
+    path("admin/", admin.site.urls),
+]

@@ -1,0 +1,10 @@
+"""The web process's entry point (gunicorn service.wsgi)."""
+
+from __future__ import annotations
+
+import os
+
+from django.core.wsgi import get_wsgi_application
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "service.settings")
+application = get_wsgi_application()

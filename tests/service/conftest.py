@@ -1,0 +1,51 @@
+"""The service's tests run on a real PostgreSQL: a private cluster started for the session
+(``service.devdb``, as the postgres user when we are root), never a system service.
+
+A fixed cast, as in every view test: a student, a second student, a TA, an instructor, and an
+outsider enrolled in another course.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from service_cast import Cast
+
+from service import devdb
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[str]:
+    # Not under pytest's tmp folder: that one is private to root, and the cluster runs as the
+    # postgres user when the tests run as root.
+    folder = Path(tempfile.mkdtemp(prefix="grader-pg-"))
+    try:
+        yield devdb.start(folder)
+    finally:
+        devdb.stop(folder, mode="immediate")
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(postgres: str) -> None:
+    from django.conf import settings
+
+    from service.settings import _database
+
+    settings.DATABASES["default"].update(_database(postgres))
+    settings.DATABASES["default"]["CONN_MAX_AGE"] = 0
+
+
+@pytest.fixture
+def cast(db: Any) -> Cast:
+    from django.core.management import call_command
+
+    call_command("createcachetable", verbosity=0)  # the database cache, in this test database
+    return Cast()

@@ -1,0 +1,114 @@
+"""The real path: upload, the queue, a worker, the Docker sandbox, the stored result."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from procrastinate.contrib.django import app
+from service_cast import BUGGY, GOOD, REPO, Cast
+
+from grader.pipeline import grade_submission
+from grader.rubric import load_rubric
+from grader.runners.docker import DockerRunner
+from service.submissions.models import Kind, State, Submission
+
+pytestmark = [pytest.mark.db, pytest.mark.docker, pytest.mark.django_db(transaction=True)]
+
+
+def upload(cast: Cast, kind: str, body: bytes, user: Any = None) -> int:
+    client = cast.client(user or cast.student)
+    response = client.post("/a/a8/", {"kind": kind, "file": SimpleUploadedFile("autograd_lab.py", body)})
+    assert response.status_code == 302, response.content[:500]
+    return int(response["Location"].strip("/").split("/")[-1])
+
+
+def work() -> None:
+    """A worker as `procrastinate worker` runs it (its own connection), until the queue is empty."""
+    with app.replace_connector(app.connector.get_worker_connector()):
+        app.run_worker(wait=False, install_signal_handlers=False, listen_notify=False)
+
+
+def test_a_submission_is_graded_once_with_the_cli_score_and_its_feedback_is_served(cast: Cast) -> None:
+    counted = upload(cast, "submit", BUGGY)
+    check = upload(cast, "self_check", GOOD)
+    work()
+    graded = Submission.objects.get(pk=counted)
+    assert graded.state == State.GRADED and graded.attempts == 1
+    cli = grade_submission(REPO / "submissions" / "bob_okafor" / "autograd_lab.py", student="alice",
+                           rubric=load_rubric(), runner=DockerRunner())  # fmt: skip
+    assert graded.score == cli.score and graded.seed == cli.seed == load_rubric().seed
+    own = cast.client(cast.student)
+    page = own.get(f"/submissions/{counted}/feedback/")
+    assert page.status_code == 200 and b"Score" in page.content
+    policy = page["Content-Security-Policy"]
+    assert "script-src 'none'" in policy and "sha256-" in policy
+    # Before the due date the hidden checks' results stay hidden from the student, not from staff.
+    assert b"results are shown after the due date" in page.content
+    staff = cast.client(cast.instructor).get(f"/submissions/{counted}/feedback/")
+    assert b"shown after the due date" not in staff.content
+    self_check = Submission.objects.get(pk=check)
+    assert self_check.state == State.GRADED and self_check.kind == Kind.SELF_CHECK
+    assert self_check.score == self_check.max_score  # the reference passes every visible check
+    # Nobody else reaches either page.
+    for other in (cast.student2, cast.outsider):
+        assert cast.client(other).get(f"/submissions/{counted}/feedback/").status_code == 404
+        assert cast.client(other).get(f"/submissions/{counted}/").status_code == 404
+    # Run again: nothing to do, nothing graded twice.
+    work()
+    assert Submission.objects.get(pk=counted).attempts == 1
+
+
+def test_an_infrastructure_failure_is_retried_and_never_counts(cast: Cast, monkeypatch: pytest.MonkeyPatch) -> None:
+    from service.submissions import grading
+
+    class Down:
+        name = "docker"
+        isolates = True
+
+        def run(self, *args: Any, **kwargs: Any) -> Any:
+            from grader.errors import InfraError
+
+            raise InfraError("the Docker engine did not answer")
+
+    monkeypatch.setattr(grading, "runner", lambda: Down())
+    counted = upload(cast, "submit", GOOD)
+    work()
+    waiting = Submission.objects.get(pk=counted)
+    assert waiting.state == State.QUEUED and waiting.score is None and "retry" in waiting.detail
+    monkeypatch.undo()
+    from procrastinate.contrib.django.models import ProcrastinateJob
+
+    ProcrastinateJob.objects.filter(id=waiting.job_id).update(scheduled_at=None)  # no need to wait for the backoff
+    work()
+    done = Submission.objects.get(pk=counted)
+    assert done.state == State.GRADED and done.score == 100.0
+
+
+def test_staff_override_and_regrade_keep_the_history(cast: Cast) -> None:
+    counted = upload(cast, "submit", BUGGY)
+    work()
+    staff = cast.client(cast.instructor)
+    assert staff.post(f"/submissions/{counted}/override/", {"score": "90", "reason": ""}).status_code == 400
+    assert (
+        staff.post(f"/submissions/{counted}/override/", {"score": "90", "reason": "regraded by hand"}).status_code
+        == 302
+    )
+    graded = Submission.objects.get(pk=counted)
+    assert graded.counted_score == 90 and graded.audit.filter(action="override").exists()
+    # A student cannot override, even their own.
+    assert (
+        cast.client(cast.student).post(f"/submissions/{counted}/override/", {"score": "100", "reason": "x"}).status_code
+        == 404
+    )
+    old = graded.score
+    assert staff.post("/a/a8/class/regrade/", {"which": "latest"}).status_code == 302
+    assert Submission.objects.get(pk=counted).lane == "regrade"
+    work()
+    again = Submission.objects.get(pk=counted)
+    assert again.state == State.GRADED and again.score == old and again.regrades.get().old_score == old
+    assert b"alice" in staff.get("/a/a8/class/").content
+    assert cast.client(cast.student).get("/a/a8/class/").status_code == 404
+    grades = staff.get("/a/a8/class/grades.csv").content.decode()
+    assert "alice" in grades and "90" in grades
