@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
-from procrastinate.contrib.django import app
 from service_cast import BUGGY, GOOD, REPO, Cast
+from service_worker import work
 
 from grader.pipeline import grade_submission
 from grader.rubric import load_rubric
@@ -22,12 +22,6 @@ def upload(cast: Cast, kind: str, body: bytes, user: Any = None) -> int:
     response = client.post("/a/a8/", {"kind": kind, "file": SimpleUploadedFile("autograd_lab.py", body)})
     assert response.status_code == 302, response.content[:500]
     return int(response["Location"].strip("/").split("/")[-1])
-
-
-def work() -> None:
-    """A worker as `procrastinate worker` runs it (its own connection), until the queue is empty."""
-    with app.replace_connector(app.connector.get_worker_connector()):
-        app.run_worker(wait=False, install_signal_handlers=False, listen_notify=False)
 
 
 def test_a_submission_is_graded_once_with_the_cli_score_and_its_feedback_is_served(cast: Cast) -> None:
