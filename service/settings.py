@@ -149,3 +149,11 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": env_text("LOG_LEVEL", "INFO")},
     "loggers": {"procrastinate": {"level": "WARNING"}},
 }
+
+# --- LTI 1.3 (service/lti) ---------------------------------------------------------------------
+# pylti1p3 keeps every launch's nonce, state and claims in the default cache for a day, and the
+# launch view records spent nonces there as long (replays are refused by them). Django's cache
+# culls a third of its rows once it holds MAX_ENTRIES (300 by default): launches in flight in any
+# real class would fail, and spent nonces would be forgotten. Expired rows still go first.
+# (Folded into the CACHES definition above, the type: ignore goes: CACHES is inferred str-valued.)
+CACHES["default"]["OPTIONS"] = {"MAX_ENTRIES": env_int("CACHE_MAX_ENTRIES", 200_000, minimum=10_000)}  # type: ignore[assignment]

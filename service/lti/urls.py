@@ -1,3 +1,13 @@
+"""LTI 1.3: what a department registers in its LMS for the grader (see the README)."""
+
 from __future__ import annotations
 
-urlpatterns: list[object] = []  # LTI 1.3 login, launch and JWKS views are added with the LTI app
+from django.urls import path
+
+from . import views
+
+urlpatterns = [
+    path("login/", views.LoginView.as_view(), name="lti-login"),
+    path("launch/", views.LaunchView.as_view(), name="lti-launch"),
+    path("jwks/", views.jwks, name="lti-jwks"),
+]

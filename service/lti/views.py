@@ -1,0 +1,212 @@
+"""LTI 1.3: OIDC login initiation, the launch, and the tool's public keys, on django-lti's views.
+
+A launch is two browser trips. The platform sends the browser to ``login/`` (its issuer, client
+id and a login hint); we answer with a redirect to the platform's auth URL carrying a state (also
+set as a cookie) and a nonce. The platform then POSTs a signed id_token and the state to
+``launch/``: pylti1p3 checks state, nonce, signature (against the platform's JWKS URL),
+registration and deployment; django-lti records the platform's user, context and membership;
+we sign the user in, enrol them in the linked course with their course role, and redirect.
+
+Every refusal is a page with a 4xx status that says what to fix, never a 500.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth import login
+from django.contrib.auth.models import User
+from django.core.cache import cache
+from django.db import DataError, transaction
+from django.http import Http404, HttpRequest, HttpResponse, QueryDict
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET
+from lti_tool import views as lti_views
+from lti_tool.models import Key
+from lti_tool.utils import DjangoToolConfig
+from pylti1p3.contrib.django.launch_data_storage.cache import DjangoCacheDataStorage
+from pylti1p3.contrib.django.oidc_login import DjangoOIDCLogin
+from pylti1p3.exception import LtiException, OIDCException
+
+from ..courses.access import assignment_for
+from ..courses.models import Course, Enrolment
+from .claims import ClaimProblem, Claims, context_id, context_title, course_role, custom_text, subject
+from .identity import AccountRefused, user_for_launch
+from .models import LinkProblem, linked_course
+
+logger = logging.getLogger(__name__)
+
+# pylti1p3 keeps a login's nonce, and accepts a validated (state, id_token) pair again, for a day.
+USED_NONCE_SECONDS = 24 * 3600
+
+
+def refused(
+    request: HttpRequest, status: int, title: str, message: str, details: Sequence[tuple[str, str]] = ()
+) -> HttpResponse:
+    return render(request, "lti/refused.html", {"title": title, "message": message, "details": details}, status=status)
+
+
+def launch_url() -> str:
+    """The one redirect URI a platform registers for this tool, whatever target_link_uri it sends."""
+    return settings.SITE_ROOT + reverse("lti-launch")
+
+
+class LoginView(lti_views.OIDCLoginInitView):  # type: ignore[misc]  # django-lti is untyped
+    """OIDC third-party login initiation (GET or POST from the platform); CSRF-exempt by django-lti.
+
+    django-lti answers with pylti1p3's cookie-check page first, which needs an inline script our
+    CSP refuses. The service is opened in its own window (every page denies framing), where the
+    plain redirect is all that is needed.
+    """
+
+    def get_oidc_response(self, request: HttpRequest, registration_uuid: object, params: QueryDict) -> HttpResponse:
+        if not params.get("target_link_uri"):
+            return refused(request, 400, "Not an LTI login", "The login request has no target_link_uri.")
+        # pylti1p3's Django classes have no annotations (the package is otherwise typed).
+        storage = DjangoCacheDataStorage()  # type: ignore[no-untyped-call]
+        oidc_login = DjangoOIDCLogin(  # type: ignore[no-untyped-call]
+            request, DjangoToolConfig(registration_uuid), launch_data_storage=storage
+        )
+        try:
+            response: HttpResponse = oidc_login.redirect(launch_url())
+        except (OIDCException, LtiException) as error:
+            logger.info("LTI login refused: %s", error)
+            return refused(
+                request,
+                400,
+                "This LMS is not registered",
+                "The grader has no active registration for this LMS and client id.",
+                [("Reason", str(error)[:200])],
+            )
+        except Key.DoesNotExist:
+            logger.error("LTI login with no active tool key: run manage.py rotate_keys")
+            return refused(request, 503, "LTI is not set up yet", "The grader has no signing key yet.")
+        return response
+
+
+class LaunchView(lti_views.LtiLaunchBaseView):  # type: ignore[misc]  # django-lti is untyped
+    """The platform's signed launch (POST, CSRF-exempt by django-lti: the id_token is the proof)."""
+
+    def post(self, request: HttpRequest, *args: object, **kwargs: object) -> HttpResponse:
+        try:
+            response: HttpResponse | None = super().post(request, *args, **kwargs)
+        except LtiException as error:
+            logger.info("LTI launch refused: %s", error)
+            response = refused(
+                request,
+                400,
+                "This launch could not be verified",
+                "Launch the grader again from your LMS. If it keeps failing, give the reason below to the "
+                "grader's staff.",
+                [("Reason", str(error)[:200])],
+            )
+        except Key.DoesNotExist:
+            logger.error("LTI launch with no active tool key: run manage.py rotate_keys")
+            response = refused(request, 503, "LTI is not set up yet", "The grader has no signing key yet.")
+        except (KeyError, TypeError, AttributeError, ValueError, DataError):
+            # django-lti records the launch's claims reading them with [] and iteration, unchecked,
+            # and its columns are bounded: a signed but malformed token is the platform's error (400).
+            logger.warning("LTI launch with malformed claims", exc_info=True)
+            response = refused(request, 400, "This launch could not be read", "The LMS sent claims we cannot use.")
+        if response is None:  # django-lti answers nothing for a message type without a handler
+            response = refused(request, 400, "Unsupported launch", "This kind of LTI launch is not supported.")
+        if response.status_code >= 400:
+            request.session.flush()  # a refused launch leaves nobody signed in and no launch in the session
+        return response
+
+    def handle_resource_launch(self, request: HttpRequest, lti_launch: Any) -> HttpResponse:
+        claims: Claims = lti_launch.get_launch_data()
+        deployment = lti_launch.deployment
+        context = context_id(claims)
+        try:
+            issuer, sub = subject(claims)
+            _first_use(issuer, claims)
+            course = linked_course(deployment, context, custom_text(claims, "course"))
+            with transaction.atomic():
+                user = user_for_launch(lti_launch.user, issuer, sub, claims)
+                Enrolment.objects.update_or_create(course=course, user=user, defaults={"role": course_role(claims)})
+        except ClaimProblem as problem:
+            return refused(request, 400, "This launch could not be used", str(problem))
+        except LinkProblem as problem:
+            return refused(
+                request,
+                403,
+                "This course is not linked",
+                f"{problem} Ask the grader's staff to link it (Admin, LTI course links).",
+                [
+                    ("Deployment", deployment.deployment_id),
+                    ("Context id", context or "(none)"),
+                    ("Context title", context_title(claims) or "(none)"),
+                ],
+            )
+        except AccountRefused as problem:
+            return refused(request, 403, "Sign in with your password", str(problem))
+        login(request, user)
+        return redirect(_landing(user, course, claims))
+
+    def handle_inactive_deployment(self, request: HttpRequest, lti_launch: Any) -> HttpResponse:
+        return refused(
+            request,
+            403,
+            "This LMS deployment is not active",
+            "The grader knows this deployment but has not switched it on. Ask the grader's staff to "
+            "activate it (Admin, LTI deployments).",
+            [("Issuer", lti_launch.registration.issuer), ("Deployment", lti_launch.deployment.deployment_id)],
+        )
+
+    def handle_deep_linking_launch(self, request: HttpRequest, lti_launch: Any) -> HttpResponse:
+        return _unsupported(request, "Deep linking")
+
+    def handle_submission_review_launch(self, request: HttpRequest, lti_launch: Any) -> HttpResponse:
+        return _unsupported(request, "Submission review")
+
+    def handle_data_privacy_launch(self, request: HttpRequest, lti_launch: Any) -> HttpResponse:
+        return _unsupported(request, "Data privacy")
+
+
+def _unsupported(request: HttpRequest, kind: str) -> HttpResponse:
+    return refused(
+        request, 400, "Unsupported launch", f"{kind} launches are not supported; add the grader as a plain link."
+    )
+
+
+def _first_use(issuer: str, claims: Claims) -> None:
+    """Refuse a token without an expiry, and any second use of a nonce.
+
+    pylti1p3 checks that the nonce came from our login step but never spends it, and accepts a
+    (state, id_token) pair it has validated once again without the state cookie: a copied launch
+    POST would sign its user in for as long as the token lives. PyJWT checks ``exp`` only when
+    present. The used-nonce record lives as long as pylti1p3 would accept the nonce.
+    """
+    if not isinstance(claims.get("exp"), int | float):
+        raise ClaimProblem("The launch has no expiry time (exp).")
+    nonce = claims.get("nonce")
+    digest = hashlib.sha256(f"{issuer}\n{nonce}".encode()).hexdigest()
+    if not cache.add(f"lti-used-nonce:{digest}", True, USED_NONCE_SECONDS):
+        raise ClaimProblem("This launch was already used. Launch the grader again from your LMS.")
+
+
+def _landing(user: User, course: Course, claims: Claims) -> str:
+    """The assignment the link names (custom ``assignment=<slug>``) when it is in the launch's
+    course and the user reaches it, else the user's home page."""
+    slug = custom_text(claims, "assignment")
+    if slug is not None:
+        try:
+            assignment, _role = assignment_for(user, slug)
+        except Http404:
+            return reverse("home")
+        if assignment.course_id == course.pk:
+            return reverse("assignment", args=[assignment.slug])
+    return reverse("home")
+
+
+@require_GET
+def jwks(request: HttpRequest) -> HttpResponse:
+    """The tool's active public keys (django-lti's Key model, rotated with manage.py rotate_keys)."""
+    response: HttpResponse = lti_views.jwks(request)
+    return response
