@@ -56,6 +56,8 @@ def main() -> int:
                 f"127.0.0.1:{port}",
                 "--workers",
                 "2",
+                "--threads",
+                "8",
                 "--timeout",
                 "30",
                 "--access-logfile",
@@ -65,7 +67,7 @@ def main() -> int:
             cwd=REPO,
         ),
         subprocess.Popen(
-            [*manage, "procrastinate", "worker", "--queues", "self_check,submit,regrade,maintenance"],
+            [*manage, "gradeworker"],
             env={**env, "DB_APPLICATION_NAME": "grader-worker"},
             cwd=REPO,
         ),

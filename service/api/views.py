@@ -7,6 +7,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from ..accounts.identity import signed_in
 from ..courses.access import assignment_for, submission_for
+from ..courses.models import STAFF_ROLES
 from ..submissions.intake import Refusal, position, receive
 from ..submissions.models import Kind
 from .auth import error, token_required
@@ -34,7 +35,7 @@ def submit(request: HttpRequest, slug: str) -> HttpResponse:
 @require_GET
 @token_required
 def submission(request: HttpRequest, submission_id: int) -> HttpResponse:
-    found, _ = submission_for(request.user, submission_id)
-    body = found.to_dict()
+    found, role = submission_for(request.user, submission_id)
+    body = found.to_dict(viewer_is_staff=role in STAFF_ROLES)
     body["queue_position"] = position(found)
     return JsonResponse(body)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -63,6 +64,13 @@ def _rubric_in_folder(value: str) -> None:
         raise ValidationError(f"{value!r} is not a rubric file in rubrics/")
 
 
+@functools.lru_cache(maxsize=32)
+def _rubric(path: str, mtime_ns: int, size: int) -> Rubric:
+    """Parsed once per file version (a rubric takes a noticeable fraction of a second to load
+    and check); an edited file is read again."""
+    return load_rubric(path)
+
+
 class Assignment(models.Model):
     course = models.ForeignKey(Course, on_delete=models.CASCADE, related_name="assignments")
     slug = models.CharField(max_length=40, unique=True, validators=[slug_shape])
@@ -81,7 +89,9 @@ class Assignment(models.Model):
         return self.title
 
     def rubric(self) -> Rubric:
-        return load_rubric(RUBRICS / Path(self.rubric_file).name)
+        path = RUBRICS / Path(self.rubric_file).name
+        stat = path.stat()
+        return _rubric(str(path), stat.st_mtime_ns, stat.st_size)
 
     def due_for(self, user_id: int) -> datetime:
         extension = self.extensions.filter(user_id=user_id).first()

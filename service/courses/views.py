@@ -1,9 +1,9 @@
-"""Staff pages: the class view, score overrides, regrades, the grades export."""
+"""Staff pages: the class view, score overrides, regrades, exports."""
 
 from __future__ import annotations
 
-import csv
-from dataclasses import dataclass
+import json
+from dataclasses import dataclass, replace
 
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
@@ -12,6 +12,13 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
+
+from grader.report.canvas import canvas_csv
+from grader.report.csv_export import grades_csv
+from grader.report.gradescope import to_gradescope
+from grader.report.prairielearn import to_prairielearn
+from grader.results import SubmissionResult
+from grader.results_io import result_from_json
 
 from ..accounts.identity import signed_in
 from ..submissions.models import SCORED, AuditEntry, Kind, Regrade, ScoreOverride, State, Submission
@@ -62,31 +69,45 @@ def class_view(request: HttpRequest, slug: str) -> HttpResponse:
     return render(request, "courses/class.html", {"assignment": assignment, "rows": _rows(assignment)})
 
 
+def _counted_results(assignment: Assignment) -> list[tuple[User, SubmissionResult]]:
+    """Each student's counted result, its score as it counts (late penalty, override)."""
+    out = []
+    for row in _rows(assignment):
+        counted = row.counted
+        if counted is None or not counted.result_json:
+            continue
+        result = result_from_json(counted.result_json)
+        out.append((row.user, replace(result, student=row.user.username, score=counted.counted_score or 0.0)))
+    return out
+
+
+def _download(body: str | bytes, content_type: str, filename: str) -> HttpResponse:
+    response = HttpResponse(body, content_type=content_type)
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
+
+
 @login_required
 @require_GET
-def grades_csv(request: HttpRequest, slug: str) -> HttpResponse:
+def export(request: HttpRequest, slug: str, kind: str) -> HttpResponse:
+    """The class's grades through the grader's own writers: grades.csv, canvas.csv, or one
+    JSON file of Gradescope or PrairieLearn results per student."""
     assignment = _staff_assignment(request, slug)
-    response = HttpResponse(content_type="text/csv; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="{assignment.slug}-grades.csv"'
-    writer = csv.writer(response)
-    writer.writerow(["student", "email", "submission", "received_at", "status", "score", "late_penalty_percent"])
-    for row in _rows(assignment):
-        counted, user = row.counted, row.user
-        if counted is not None:
-            writer.writerow(
-                [
-                    user.username,
-                    user.email,
-                    counted.pk,
-                    counted.received_at.isoformat(),
-                    counted.state,
-                    counted.counted_score,
-                    counted.late_penalty,
-                ]  # fmt: skip
-            )
-        else:
-            writer.writerow([user.username, user.email, "", "", "no submission", "", ""])
-    return response
+    results = _counted_results(assignment)
+    if kind == "grades.csv":
+        tags = [section.tag for section in assignment.rubric().sections]
+        body = grades_csv([r for _, r in results], tags)
+        return _download(body, "text/csv; charset=utf-8", f"{assignment.slug}-grades.csv")
+    if kind == "canvas.csv":
+        rows = [(user.get_full_name() or user.username, user.username, result) for user, result in results]
+        return _download(canvas_csv(rows, assignment.title), "text/csv; charset=utf-8", f"{assignment.slug}-canvas.csv")
+    if kind == "gradescope.json":
+        body = json.dumps({user.username: to_gradescope(result) for user, result in results}, indent=1)
+        return _download(body, "application/json", f"{assignment.slug}-gradescope.json")
+    if kind == "prairielearn.json":
+        body = json.dumps({user.username: to_prairielearn(result) for user, result in results}, indent=1)
+        return _download(body, "application/json", f"{assignment.slug}-prairielearn.json")
+    raise Http404
 
 
 @login_required

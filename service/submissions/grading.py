@@ -8,6 +8,8 @@ job retried after its worker died ends exactly once.
 from __future__ import annotations
 
 import logging
+import os
+import socket
 import threading
 
 from django.conf import settings
@@ -15,11 +17,11 @@ from django.db import transaction
 from django.utils import timezone
 
 from grader.pipeline import grade_source
-from grader.results import Status
+from grader.results import Status, Visibility
 from grader.results_io import result_to_json
 from grader.runners.base import Runner
 
-from .models import Kind, State, Submission
+from .models import GradingRun, Kind, State, Submission
 
 log = logging.getLogger(__name__)
 _runners = threading.local()
@@ -45,8 +47,11 @@ def runner() -> Runner:
     return found
 
 
-def claim(submission_id: int) -> Submission | None:
-    """Mark the submission running; None when there is nothing to do (finished, superseded)."""
+WORKER = f"{socket.gethostname()}:{os.getpid()}"
+
+
+def claim(submission_id: int) -> tuple[Submission, GradingRun] | None:
+    """Mark the submission running and open a run; None when there is nothing to do."""
     with transaction.atomic():
         submission = (
             Submission.objects.select_for_update().select_related("assignment", "user").filter(pk=submission_id).first()
@@ -57,14 +62,16 @@ def claim(submission_id: int) -> Submission | None:
         submission.started_at = timezone.now()
         submission.attempts += 1
         submission.save(update_fields=["state", "started_at", "attempts"])
-        return submission
+        run = GradingRun.objects.create(submission=submission, worker=WORKER[:200])
+        return submission, run
 
 
 def grade(submission_id: int, *, final_attempt: bool) -> str:
     """Grade one submission; returns its final state. Raises InfraFailure to be retried."""
-    submission = claim(submission_id)
-    if submission is None:
+    claimed = claim(submission_id)
+    if claimed is None:
         return "skipped"
+    submission, run = claimed
     assignment = submission.assignment
     rubric = assignment.rubric()
     graded = grade_source(
@@ -77,20 +84,31 @@ def grade(submission_id: int, *, final_attempt: bool) -> str:
         visible_only=submission.kind == Kind.SELF_CHECK,
     )
     result = graded.result
+    now = timezone.now()
     if result.status is Status.INFRA_ERROR and not final_attempt:
-        Submission.objects.filter(pk=submission.pk, state=State.RUNNING).update(
-            state=State.QUEUED, detail=f"the grader failed and will retry: {result.status_detail}"
-        )
+        with transaction.atomic():
+            GradingRun.objects.filter(pk=run.pk).update(finished_at=now, outcome=State.INFRA_ERROR)
+            Submission.objects.filter(pk=submission.pk, state=State.RUNNING).update(
+                state=State.QUEUED, detail=f"the grader failed and will retry: {result.status_detail}"
+            )
         raise InfraFailure(result.status_detail)
-    written = Submission.objects.filter(pk=submission.pk, state=State.RUNNING).update(
-        state=State(result.status.value),
-        seed=result.seed,
-        score=None if result.status is Status.INFRA_ERROR else result.score,
-        max_score=result.max_score,
-        result_json=result_to_json(result),
-        detail=result.status_detail,
-        finished_at=timezone.now(),
-    )
+    visible = [c for c in result.checks if c.visibility is Visibility.VISIBLE]
+    with transaction.atomic():
+        # Written only while the row is still running: a run that lost its claim writes nothing.
+        written = Submission.objects.filter(pk=submission.pk, state=State.RUNNING).update(
+            state=State(result.status.value),
+            seed=result.seed,
+            score=None if result.status is Status.INFRA_ERROR else result.score,
+            max_score=result.max_score,
+            visible_score=round(sum(c.points for c in visible), 2) if result.scored else None,
+            visible_max_score=round(sum(c.max_points for c in visible), 2),
+            result_json=result_to_json(result),
+            detail=result.status_detail,
+            finished_at=now,
+        )
+        GradingRun.objects.filter(pk=run.pk).update(
+            finished_at=now, outcome=result.status.value if written else "discarded"
+        )
     if not written:
         log.warning("submission %s changed while it was graded; result not written", submission.pk)
     return result.status.value

@@ -49,6 +49,9 @@ class Submission(models.Model):
     max_score = models.FloatField(null=True, blank=True)
     late_penalty = models.FloatField(default=0.0, help_text="percent taken off")
     result_json = models.TextField(blank=True)
+    # What a student may see before the due date: the visible checks' points only.
+    visible_score = models.FloatField(null=True, blank=True)
+    visible_max_score = models.FloatField(null=True, blank=True)
     detail = models.TextField(blank=True)
     job_id = models.BigIntegerField(null=True, blank=True)
     lane = models.CharField(max_length=16, default="")
@@ -73,7 +76,26 @@ class Submission(models.Model):
             return None
         return round(self.score * (1 - self.late_penalty / 100), 2)
 
-    def to_dict(self) -> dict[str, Any]:
+    def hides_hidden(self, viewer_is_staff: bool) -> bool:
+        """Before the student's due date, a counted submission's hidden results are withheld
+        from the student (Gradescope's ``after_due_date``), unless the assignment shows them."""
+        from ..courses.models import HiddenDetails
+
+        assignment = self.assignment
+        return (
+            not viewer_is_staff
+            and self.kind == Kind.SUBMIT
+            and assignment.hidden_details == HiddenDetails.AFTER_DUE_DATE
+            and timezone.now() < assignment.due_for(self.user_id)
+        )
+
+    def shown_score(self, viewer_is_staff: bool) -> tuple[float | None, float | None]:
+        if self.hides_hidden(viewer_is_staff):
+            return self.visible_score, self.visible_max_score
+        return self.counted_score, self.max_score
+
+    def to_dict(self, viewer_is_staff: bool = False) -> dict[str, Any]:
+        score, max_score = self.shown_score(viewer_is_staff)
         return {
             "id": self.pk,
             "assignment": self.assignment.slug,
@@ -81,12 +103,24 @@ class Submission(models.Model):
             "received_at": self.received_at.isoformat(),
             "sha256": self.sha256,
             "status": self.state,
-            "score": self.counted_score,
-            "max_score": self.max_score,
+            "score": score,
+            "max_score": max_score,
+            "hidden_results_withheld": self.hides_hidden(viewer_is_staff),
             "late_penalty": self.late_penalty,
             "problem": self.problem,
             "feedback_url": f"/submissions/{self.pk}/feedback/",
         }
+
+
+class GradingRun(models.Model):
+    """One attempt at grading a submission, by one worker. A run whose worker died stays
+    unfinished; exactly one run per graded submission ends with a score."""
+
+    submission = models.ForeignKey(Submission, on_delete=models.CASCADE, related_name="runs")
+    worker = models.CharField(max_length=200)
+    started_at = models.DateTimeField(default=timezone.now)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    outcome = models.CharField(max_length=16, blank=True, help_text="the state it ended in; empty if it never ended")
 
 
 class ScoreOverride(models.Model):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 
+from django.conf import settings
 from procrastinate import JobContext, RetryStrategy
 from procrastinate.contrib.django import app
 
@@ -12,7 +13,6 @@ from . import grading
 # Infrastructure failures (Docker down, an image missing) are retried with growing waits;
 # the last attempt records infra_error, which is never scored and never counts as an attempt.
 GRADE_RETRY = RetryStrategy(max_attempts=6, exponential_wait=5, retry_exceptions={grading.InfraFailure})
-STALLED_AFTER_SECONDS = 60  # a worker silent this long is dead: its jobs are run again
 
 
 @app.task(name="grade_submission", pass_context=True, retry=GRADE_RETRY)
@@ -24,8 +24,15 @@ def grade_submission(context: JobContext, submission_id: int) -> str:
 @app.periodic(cron="* * * * *")
 @app.task(name="retry_stalled_jobs", queue="maintenance", queueing_lock="retry_stalled_jobs", pass_context=True)
 async def retry_stalled_jobs(context: JobContext, timestamp: int) -> None:
+    await retry_stalled()
+
+
+async def retry_stalled() -> int:
     """Jobs of a worker that stopped heartbeating (killed, host lost) run again; the grading
     itself is idempotent, so each submission still ends exactly once."""
-    stalled = await app.job_manager.get_stalled_jobs(seconds_since_heartbeat=STALLED_AFTER_SECONDS)
+    stalled = await app.job_manager.get_stalled_jobs(seconds_since_heartbeat=settings.STALLED_WORKER_SECONDS)
+    count = 0
     for job in stalled:
         await app.job_manager.retry_job(job, retry_at=datetime.datetime.now(datetime.timezone.utc))
+        count += 1
+    return count

@@ -8,7 +8,6 @@ import hashlib
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
-from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from grader.report.html import render_feedback_html
@@ -49,14 +48,16 @@ def assignment_page(request: HttpRequest, slug: str) -> HttpResponse:
             if isinstance(outcome, Submission):
                 return redirect("submission", submission_id=outcome.pk)
             refusal = outcome
-    mine = Submission.objects.filter(assignment=assignment, user=user).defer("content", "result_json")
+    mine = list(Submission.objects.filter(assignment=assignment, user=user).defer("content", "result_json")[:200])
+    for one in mine:
+        one.shown = one.shown_score(role in STAFF_ROLES)  # type: ignore[attr-defined]
     context = {
         "assignment": assignment,
         "rubric": assignment.rubric(),
         "role": role,
         "is_staff": role in STAFF_ROLES,
         "due": assignment.due_for(user.pk),
-        "history": mine[:200],
+        "history": mine,
         "counted": counted_submission(assignment, user.pk),
         "refusal": refusal,
     }
@@ -70,18 +71,24 @@ def assignment_page(request: HttpRequest, slug: str) -> HttpResponse:
 @require_GET
 def submission_page(request: HttpRequest, submission_id: int) -> HttpResponse:
     submission, role = submission_for(request.user, submission_id)
-    return render(
-        request,
-        "submissions/submission.html",
-        {"s": submission, "position": position(submission), "is_staff": role in STAFF_ROLES},
-    )
+    staff = role in STAFF_ROLES
+    score, max_score = submission.shown_score(staff)
+    context = {
+        "s": submission,
+        "position": position(submission),
+        "is_staff": staff,
+        "score": score,
+        "max_score": max_score,
+        "withheld": submission.hides_hidden(staff),
+    }
+    return render(request, "submissions/submission.html", context)
 
 
 @login_required
 @require_GET
 def submission_status(request: HttpRequest, submission_id: int) -> HttpResponse:
-    submission, _ = submission_for(request.user, submission_id)
-    body = submission.to_dict()
+    submission, role = submission_for(request.user, submission_id)
+    body = submission.to_dict(viewer_is_staff=role in STAFF_ROLES)
     body["queue_position"] = position(submission)
     return JsonResponse(body)
 
@@ -95,7 +102,7 @@ def feedback(request: HttpRequest, submission_id: int) -> HttpResponse:
         return redirect("submission", submission_id=submission.pk)
     result = result_from_json(submission.result_json)
     if role not in STAFF_ROLES:
-        result = student_view(result, submission, timezone.now())
+        result = student_view(result, submission)
     html = render_feedback_html(result)
     response = HttpResponse(html)
     response["Content-Security-Policy"] = feedback_policy(html)

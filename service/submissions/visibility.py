@@ -3,21 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import datetime
 
 from grader.results import SectionResult, SubmissionResult, Visibility
 
-from ..courses.models import HiddenDetails
-from .models import Kind, Submission
+from .models import Submission
 
 
-def student_view(result: SubmissionResult, submission: Submission, now: datetime) -> SubmissionResult:
+def student_view(result: SubmissionResult, submission: Submission) -> SubmissionResult:
     """A counted submission's hidden checks stay out of sight until the student's due date
     (Gradescope's ``after_due_date``), unless the assignment shows them at once."""
-    assignment = submission.assignment
-    if submission.kind == Kind.SELF_CHECK or assignment.hidden_details == HiddenDetails.VISIBLE:
-        return result
-    if now >= assignment.due_for(submission.user_id):
+    if not submission.hides_hidden(viewer_is_staff=False):
         return result
     shown = tuple(c for c in result.checks if c.visibility is Visibility.VISIBLE)
     hidden = len(result.checks) - len(shown)
@@ -36,8 +31,10 @@ def student_view(result: SubmissionResult, submission: Submission, now: datetime
         sections=sections,
         score=round(sum(c.points for c in shown), 2),
         max_score=round(sum(c.max_points for c in shown), 2),
-        visible_only=True,
-        hidden_not_run=hidden,
         diagnoses=(),  # they can rest on hidden checks
-        status_detail=f"{result.status_detail} The {hidden} hidden checks' results are shown after the due date.",
+        status_detail=" ".join(
+            part
+            for part in (result.status_detail, f"(The {hidden} hidden checks' results are shown after the due date.)")
+            if part
+        ),
     )

@@ -29,7 +29,7 @@ def test_a_submission_is_graded_once_with_the_cli_score_and_its_feedback_is_serv
     check = upload(cast, "self_check", GOOD)
     work()
     graded = Submission.objects.get(pk=counted)
-    assert graded.state == State.GRADED and graded.attempts == 1
+    assert graded.state == State.GRADED and graded.runs.count() == 1
     cli = grade_submission(REPO / "submissions" / "bob_okafor" / "autograd_lab.py", student="alice",
                            rubric=load_rubric(), runner=DockerRunner())  # fmt: skip
     assert graded.score == cli.score and graded.seed == cli.seed == load_rubric().seed
@@ -40,6 +40,9 @@ def test_a_submission_is_graded_once_with_the_cli_score_and_its_feedback_is_serv
     assert "script-src 'none'" in policy and "sha256-" in policy
     # Before the due date the hidden checks' results stay hidden from the student, not from staff.
     assert b"results are shown after the due date" in page.content
+    status = own.get(f"/submissions/{counted}/status.json").json()
+    assert status["hidden_results_withheld"] and status["score"] == graded.visible_score < graded.score
+    assert status["max_score"] == graded.visible_max_score < 100
     staff = cast.client(cast.instructor).get(f"/submissions/{counted}/feedback/")
     assert b"shown after the due date" not in staff.content
     self_check = Submission.objects.get(pk=check)
@@ -51,7 +54,7 @@ def test_a_submission_is_graded_once_with_the_cli_score_and_its_feedback_is_serv
         assert cast.client(other).get(f"/submissions/{counted}/").status_code == 404
     # Run again: nothing to do, nothing graded twice.
     work()
-    assert Submission.objects.get(pk=counted).attempts == 1
+    assert Submission.objects.get(pk=counted).runs.count() == 1
 
 
 def test_an_infrastructure_failure_is_retried_and_never_counts(cast: Cast, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -104,5 +107,11 @@ def test_staff_override_and_regrade_keep_the_history(cast: Cast) -> None:
     assert again.state == State.GRADED and again.score == old and again.regrades.get().old_score == old
     assert b"alice" in staff.get("/a/a8/class/").content
     assert cast.client(cast.student).get("/a/a8/class/").status_code == 404
-    grades = staff.get("/a/a8/class/grades.csv").content.decode()
-    assert "alice" in grades and "90" in grades
+    grades = staff.get("/a/a8/class/export/grades.csv").content.decode()
+    assert "alice" in grades and ",90," in grades
+    canvas = staff.get("/a/a8/class/export/canvas.csv").content.decode()
+    assert "alice" in canvas and canvas.rstrip().endswith("90")
+    gradescope = staff.get("/a/a8/class/export/gradescope.json").json()
+    assert gradescope["alice"]["score"] == 90
+    assert staff.get("/a/a8/class/export/nonsense").status_code == 404
+    assert cast.client(cast.student).get("/a/a8/class/export/grades.csv").status_code == 404

@@ -1,0 +1,30 @@
+from __future__ import annotations
+
+from django.contrib import admin
+
+from .models import AuditEntry, ScoreOverride, Submission
+
+
+@admin.register(Submission)
+class SubmissionAdmin(admin.ModelAdmin):  # type: ignore[type-arg]  # not subscriptable at run time
+    list_display = ("id", "user", "assignment", "kind", "state", "score", "received_at", "attempts")
+    list_filter = ("state", "kind", "lane", "assignment")
+    list_select_related = ("user", "assignment")
+    search_fields = ("user__username", "sha256")
+    raw_id_fields = ("user",)
+    readonly_fields = ("sha256", "size", "received_at", "result_json", "job_id", "attempts")
+    exclude = ("content",)  # student code is never shown as a form field
+
+
+@admin.register(ScoreOverride)
+class ScoreOverrideAdmin(admin.ModelAdmin):  # type: ignore[type-arg]  # not subscriptable at run time
+    list_display = ("submission", "score", "by", "at")
+    raw_id_fields = ("submission", "by")
+    readonly_fields = ("at",)
+
+
+@admin.register(AuditEntry)
+class AuditEntryAdmin(admin.ModelAdmin):  # type: ignore[type-arg]  # not subscriptable at run time
+    list_display = ("at", "actor", "action", "submission")
+    list_filter = ("action",)
+    readonly_fields = ("at", "actor", "action", "submission", "detail")

@@ -1,0 +1,207 @@
+"""The real stack in separate processes: gunicorn, grading workers, PostgreSQL and Docker.
+
+A rush of students submitting at once through the JSON API, and a worker killed with -9 in
+the middle of a job: every upload receipted, every job ending graded exactly once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+import requests
+from django.contrib.auth.models import User
+from django.db import connection
+from service_cast import REPO, Cast
+
+from grader.pipeline import grade_submission
+from grader.rubric import load_rubric
+from grader.runners.docker import DockerRunner
+from service.accounts.models import ApiToken
+from service.courses.models import Enrolment, Role
+from service.submissions.models import State, Submission
+
+pytestmark = [pytest.mark.db, pytest.mark.docker, pytest.mark.django_db(transaction=True)]
+
+STUDENTS = 50
+SAMPLES = sorted(p for p in (REPO / "submissions").glob("*/autograd_lab.py"))
+
+
+def _env(**extra: str) -> dict[str, str]:
+    db = connection.settings_dict
+    url = f"postgresql://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
+    env.update(DATABASE_URL=url, SECRET_KEY="test-secret-key-used-only-by-the-test-suite", **extra)
+    env["DJANGO_SETTINGS_MODULE"] = "service.settings"
+    return env
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _worker(concurrency: int = 2) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "service.manage", "gradeworker", "--concurrency", str(concurrency)],
+        env=_env(STALLED_WORKER_SECONDS="5"),
+        cwd=REPO,
+        start_new_session=True,
+    )
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+@pytest.fixture
+def web() -> Iterator[str]:
+    port = _free_port()
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "gunicorn",
+            "service.wsgi",
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--workers",
+            "2",
+            "--threads",
+            "8",
+        ],  # fmt: skip
+        env=_env(SITE_ROOT=f"http://127.0.0.1:{port}"),
+        cwd=REPO,
+    )
+    base = f"http://127.0.0.1:{port}"
+    for _ in range(600):
+        try:
+            if requests.get(f"{base}/status/", timeout=5).status_code == 200:
+                break
+        except requests.ConnectionError:
+            time.sleep(0.1)
+    else:
+        raise AssertionError("the web process did not start")
+    try:
+        yield base
+    finally:
+        _stop(process)
+
+
+def _wait_until_done(ids: list[int], seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if not Submission.objects.filter(pk__in=ids, state__in=(State.QUEUED, State.RUNNING)).exists():
+            return
+        time.sleep(1)
+    raise AssertionError("the queue did not drain in time")
+
+
+def test_a_rush_of_students_is_receipted_and_graded_exactly_once(cast: Cast, web: str) -> None:
+    tokens = {}
+    for number in range(STUDENTS):
+        user = User.objects.create_user(f"s{number:03d}", f"s{number:03d}@example.edu")
+        Enrolment.objects.create(course=cast.course, user=user, role=Role.STUDENT)
+        tokens[user.username] = ApiToken.issue(user)
+    files = {name: SAMPLES[i % len(SAMPLES)] for i, name in enumerate(sorted(tokens))}
+
+    def send(name: str) -> tuple[int, dict[str, object]]:
+        response = requests.post(
+            f"{web}/api/v1/assignments/a8/submissions",
+            headers={"Authorization": f"Token {tokens[name]}"},
+            data={"kind": "submit"},
+            files={"file": ("autograd_lab.py", files[name].read_bytes())},
+            timeout=120,
+        )
+        return response.status_code, response.json()
+
+    with ThreadPoolExecutor(max_workers=STUDENTS) as pool:
+        receipts = list(pool.map(send, sorted(tokens)))
+    assert [status for status, _ in receipts] == [201] * STUDENTS
+    ids = [int(str(body["id"])) for _, body in receipts]
+    worker = _worker()
+    try:
+        _wait_until_done(ids, seconds=900)
+    finally:
+        _stop(worker)
+    graded = {s.user.username: s for s in Submission.objects.filter(pk__in=ids).select_related("user")}
+    assert len(graded) == STUDENTS
+    for name, submission in graded.items():
+        # Exactly one run wrote a result; any other run was an infrastructure failure, retried.
+        outcomes = [run.outcome for run in submission.runs.all()]
+        assert len([o for o in outcomes if o != State.INFRA_ERROR]) == 1, (name, outcomes)
+    # The same scores as the grader's own pipeline gives the same files with the assignment's seed.
+    rubric, runner = load_rubric(), DockerRunner()
+    expected = {path: grade_submission(path, student="x", rubric=rubric, runner=runner) for path in SAMPLES}
+    for name, submission in graded.items():
+        want = expected[files[name]]
+        assert submission.state == want.status.value, name
+        assert submission.score == (want.score if want.scored else None), name
+    from procrastinate.contrib.django.models import ProcrastinateJob
+
+    jobs = ProcrastinateJob.objects.filter(task_name="grade_submission")
+    assert sorted(job.args["submission_id"] for job in jobs) == sorted(ids)  # one job each, none lost
+    assert {job.status for job in jobs} == {"succeeded"}
+
+
+def test_a_worker_killed_mid_job_leaves_the_job_to_be_retried_once(cast: Cast) -> None:
+    client = cast.client(cast.student)
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    body = (REPO / "reference" / "autograd_lab.py").read_bytes()
+    response = client.post("/a/a8/", {"kind": "submit", "file": SimpleUploadedFile("autograd_lab.py", body)})
+    submission_id = int(response["Location"].strip("/").split("/")[-1])
+    first = _worker(concurrency=1)
+    try:
+        deadline = time.monotonic() + 120
+        while Submission.objects.get(pk=submission_id).state != State.RUNNING:
+            assert time.monotonic() < deadline, "the job never started"
+            time.sleep(0.2)
+        os.killpg(first.pid, signal.SIGKILL)  # the worker and anything it started, at once
+        first.wait(timeout=30)
+    finally:
+        if first.poll() is None:
+            os.killpg(first.pid, signal.SIGKILL)
+    assert Submission.objects.get(pk=submission_id).state == State.RUNNING  # stranded, not lost
+    from service.submissions.tasks import retry_stalled
+
+    time.sleep(6)  # longer than STALLED_WORKER_SECONDS without a heartbeat
+    with pytest.MonkeyPatch.context() as patch:
+        from django.conf import settings
+
+        patch.setattr(settings, "STALLED_WORKER_SECONDS", 5)
+        from procrastinate.contrib.django import app
+
+        with app.replace_connector(app.connector.get_worker_connector()):
+
+            async def reap() -> int:
+                async with app.open_async():
+                    return await retry_stalled()
+
+            assert asyncio.run(reap()) == 1
+    second = _worker(concurrency=1)
+    try:
+        _wait_until_done([submission_id], seconds=300)
+    finally:
+        _stop(second)
+    done = Submission.objects.get(pk=submission_id)
+    assert done.state == State.GRADED and done.score == 100.0
+    runs = list(done.runs.order_by("started_at"))
+    assert [(run.outcome, run.finished_at is None) for run in runs] == [("", True), ("graded", False)]
+    from procrastinate.contrib.django.models import ProcrastinateJob
+
+    assert ProcrastinateJob.objects.get(id=done.job_id).status == "succeeded"
