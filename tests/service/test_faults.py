@@ -111,6 +111,7 @@ def _wait_until_done(ids: list[int], seconds: float) -> None:
     raise AssertionError("the queue did not drain in time")
 
 
+@pytest.mark.slow
 def test_a_rush_of_students_is_receipted_and_graded_exactly_once(cast: Cast, web: str) -> None:
     tokens = {}
     for number in range(STUDENTS):
