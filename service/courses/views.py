@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, replace
+from urllib.parse import unquote
 
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
@@ -14,6 +15,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
 from grader.report.canvas import canvas_csv
+from grader.report.class_report import render_class_report
 from grader.report.csv_export import grades_csv
 from grader.report.gradescope import to_gradescope
 from grader.report.prairielearn import to_prairielearn
@@ -24,6 +26,7 @@ from ..accounts.identity import signed_in
 from ..submissions.models import SCORED, AuditEntry, Kind, Regrade, ScoreOverride, State, Submission
 from ..submissions.queue import LANE_PRIORITY, Lane
 from ..submissions.standing import counted_submission
+from ..submissions.views import feedback_policy
 from .access import assignment_for, submission_for
 from .models import STAFF_ROLES, Assignment, Enrolment, Role
 
@@ -43,6 +46,7 @@ class Row:
     counted: Submission | None
     score: float | None
     submissions: list[Submission]
+    before_regrade: float | None = None  # the score before the latest regrade, when there was one
 
 
 def _rows(assignment: Assignment) -> list[Row]:
@@ -51,12 +55,14 @@ def _rows(assignment: Assignment) -> list[Row]:
     for enrolment in students.order_by("user__username"):
         counted = counted_submission(assignment, enrolment.user_id)
         tries = Submission.objects.filter(assignment=assignment, user_id=enrolment.user_id, kind=Kind.SUBMIT)
+        regrade = counted.regrades.order_by("-at").first() if counted else None
         rows.append(
             Row(
                 enrolment.user,
                 counted,
                 counted.counted_score if counted else None,
                 list(tries.defer("content", "result_json")[:50]),
+                regrade.old_score if regrade else None,
             )
         )
     return rows
@@ -108,6 +114,24 @@ def export(request: HttpRequest, slug: str, kind: str) -> HttpResponse:
         body = json.dumps({user.username: to_prairielearn(result) for user, result in results}, indent=1)
         return _download(body, "application/json", f"{assignment.slug}-prairielearn.json")
     raise Http404
+
+
+@login_required
+@require_GET
+def class_report(request: HttpRequest, slug: str) -> HttpResponse:
+    """The grader's class report (histogram, pass rates, misconceptions, who needs a human),
+    built from the database's counted submissions."""
+    assignment = _staff_assignment(request, slug)
+    results = _counted_results(assignment)
+    counted = {row.user.username: row.counted.pk for row in _rows(assignment) if row.counted is not None}
+
+    def feedback_href(student: str) -> str:
+        return f"/submissions/{counted.get(unquote(student), 0)}/feedback/"
+
+    html = render_class_report([r for _, r in results], title=assignment.title, feedback_href=feedback_href)
+    response = HttpResponse(html)
+    response["Content-Security-Policy"] = feedback_policy(html)
+    return response
 
 
 @login_required

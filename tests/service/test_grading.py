@@ -106,6 +106,11 @@ def test_staff_override_and_regrade_keep_the_history(cast: Cast) -> None:
     again = Submission.objects.get(pk=counted)
     assert again.state == State.GRADED and again.score == old and again.regrades.get().old_score == old
     assert b"alice" in staff.get("/a/a8/class/").content
+    report = staff.get("/a/a8/class/report/")
+    assert report.status_code == 200 and b"alice" in report.content
+    assert f"/submissions/{counted}/feedback/".encode() in report.content
+    assert "script-src 'none'" in report["Content-Security-Policy"]
+    assert cast.client(cast.student).get("/a/a8/class/report/").status_code == 404
     assert cast.client(cast.student).get("/a/a8/class/").status_code == 404
     grades = staff.get("/a/a8/class/export/grades.csv").content.decode()
     assert "alice" in grades and ",90," in grades
