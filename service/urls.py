@@ -18,6 +18,7 @@ urlpatterns = [
     path("a/<str:slug>/class/", staff.class_view, name="class-view"),
     path("a/<str:slug>/class/export/<str:kind>", staff.export, name="export"),
     path("a/<str:slug>/class/report/", staff.class_report, name="class-report"),
+    path("a/<str:slug>/class/roster/", staff.roster, name="roster"),
     path("a/<str:slug>/class/regrade/", staff.regrade, name="regrade"),
     path("submissions/<int:submission_id>/", student.submission_page, name="submission"),
     path("submissions/<int:submission_id>/status.json", student.submission_status, name="submission-status"),

@@ -29,6 +29,7 @@ from ..submissions.standing import counted_submission
 from ..submissions.views import feedback_policy
 from .access import assignment_for, submission_for
 from .models import STAFF_ROLES, Assignment, Enrolment, Role
+from .roster import RosterError, enrol_csv
 
 MAX_REASON = 2000
 
@@ -114,6 +115,31 @@ def export(request: HttpRequest, slug: str, kind: str) -> HttpResponse:
         body = json.dumps({user.username: to_prairielearn(result) for user, result in results}, indent=1)
         return _download(body, "application/json", f"{assignment.slug}-prairielearn.json")
     raise Http404
+
+
+MAX_ROSTER_BYTES = 1024 * 1024
+
+
+@login_required
+@require_POST
+def roster(request: HttpRequest, slug: str) -> HttpResponse:
+    """Enrol students from an uploaded CSV (username,email,name), instructors only."""
+    assignment, role = assignment_for(request.user, slug)
+    if role != Role.INSTRUCTOR:
+        raise Http404
+    upload = request.FILES.get("roster")
+    if upload is None or upload.size is None or upload.size > MAX_ROSTER_BYTES:
+        return HttpResponse("Choose a CSV file of at most 1 MiB (username,email,name).", status=400)
+    try:
+        outcome = enrol_csv(assignment.slug, upload.read().decode("utf-8-sig"))
+    except (RosterError, UnicodeDecodeError) as error:
+        return HttpResponse(f"The roster was not imported: {error}", status=400, content_type="text/plain")
+    AuditEntry.objects.create(
+        actor=signed_in(request),
+        action="roster",
+        detail=f"{outcome.created} created, {outcome.enrolled} enrolled, {outcome.already} already enrolled",
+    )
+    return redirect("class-view", slug=assignment.slug)
 
 
 @login_required

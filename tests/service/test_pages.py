@@ -121,3 +121,25 @@ def test_the_health_page_shows_lanes_and_workers_to_staff(cast: Cast) -> None:
     assert data["workers"] == []
     assert b"No worker is running" in cast.client(cast.instructor).get("/health/").content
     assert Client().get("/status/").content == b"OK"
+
+
+def test_an_instructor_imports_a_roster_and_nobody_else_can(cast: Cast) -> None:
+    from django.contrib.auth.models import User
+
+    from service.courses.models import Enrolment, Role
+
+    csv_file = SimpleUploadedFile(
+        "roster.csv", b"username,email,name\nzoe,zoe@example.edu,Zoe Q\nyan,yan@example.edu,Yan\n"
+    )
+    assert cast.client(cast.instructor).post("/a/a8/class/roster/", {"roster": csv_file}).status_code == 302
+    assert set(
+        Enrolment.objects.filter(course=cast.course, role=Role.STUDENT).values_list("user__username", flat=True)
+    ) >= {"zoe", "yan"}
+    assert not User.objects.get(username="zoe").has_usable_password()
+    bad = SimpleUploadedFile("roster.csv", b"username,email,name\n=cmd,not-an-email,X\n")
+    refused = cast.client(cast.instructor).post("/a/a8/class/roster/", {"roster": bad})
+    assert refused.status_code == 400 and b"row 1" in refused.content
+    for user in (cast.ta, cast.student, cast.outsider):
+        again = SimpleUploadedFile("roster.csv", b"username,email,name\nmallory,m@example.edu,M\n")
+        assert cast.client(user).post("/a/a8/class/roster/", {"roster": again}).status_code == 404
+    assert not User.objects.filter(username="mallory").exists()
