@@ -81,6 +81,8 @@ class Stored:
     score: float | None
     counted_score: float | None
     max_score: float | None
+    visible_score: float | None  # what the student sees before the due date
+    visible_max_score: float | None
     overrides_audited: int
     regrades_kept: list[float | None]
 
@@ -94,6 +96,8 @@ def stored(pk: int) -> Stored:
             row.score,
             row.counted_score,
             row.max_score,
+            row.visible_score,
+            row.visible_max_score,
             row.audit.filter(action="override").count(),
             list(row.regrades.values_list("old_score", flat=True)),
         )
@@ -209,7 +213,9 @@ def test_a_student_uploads_follows_the_grading_and_reads_the_feedback(
     assert 0 < graded.counted_score < (graded.max_score or 0)  # the `=` bug costs points, not all of them
     status = page.locator("p", has_text="Status:")
     expect(status).to_contain_text("graded", timeout=GRADED_WITHIN_MS)
-    expect(status).to_contain_text(f"score {shown(graded.counted_score)} / {shown(graded.max_score)}")
+    # Before the due date the student sees the visible checks' points; the hidden ones come later.
+    expect(status).to_contain_text(f"score {shown(graded.visible_score)} / {shown(graded.visible_max_score)}")
+    expect(status).to_contain_text("hidden checks' results are shown after the due date")
     assert page.locator("[data-follow]").count() == 0  # nothing left to follow
 
     # The grader's own feedback page, under its strict policy.
@@ -229,7 +235,7 @@ def test_a_student_uploads_follows_the_grading_and_reads_the_feedback(
     tab.open("/a/a8/")
     row = page.locator("tr", has=page.get_by_role("link", name=str(pk), exact=True))
     expect(row).to_contain_text("graded")
-    expect(row).to_contain_text(f"{shown(graded.counted_score)} / {shown(graded.max_score)}")
+    expect(row).to_contain_text(f"{shown(graded.visible_score)} / {shown(graded.visible_max_score)}")
     expect(row).to_contain_text("counts")
     tab.screenshot("assignment", tmp_path)
 
