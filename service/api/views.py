@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.http import require_GET, require_POST
 
 from ..accounts.identity import signed_in
 from ..courses.access import assignment_for, submission_for
 from ..courses.models import STAFF_ROLES
-from ..submissions.intake import Refusal, position, receive
+from ..submissions.intake import Refusal, body_too_large, position, receive
 from ..submissions.models import Kind
 from .auth import error, token_required
 
@@ -17,6 +18,8 @@ from .auth import error, token_required
 @token_required
 def submit(request: HttpRequest, slug: str) -> HttpResponse:
     assignment, _ = assignment_for(request.user, slug)
+    if body_too_large(request.META):
+        return error(413, f"the upload is larger than {settings.MAX_UPLOAD_BYTES // 1024} KiB")
     kind_text = request.POST.get("kind", "")
     if kind_text not in Kind.values:
         return error(400, "kind must be self_check or submit")

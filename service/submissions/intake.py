@@ -33,6 +33,16 @@ class Refusal:
     retry_after: int = 0
 
 
+def body_too_large(meta: dict[str, object]) -> bool:
+    """Refuse before Django reads the body: an upload may not exceed the file cap by more than
+    the form's own overhead (a gigabyte would otherwise be spooled to disk first)."""
+    try:
+        length = int(str(meta.get("CONTENT_LENGTH") or 0))
+    except ValueError:
+        return True
+    return length > settings.MAX_UPLOAD_BYTES + 64 * 1024
+
+
 def upload_problem(name: str, raw: bytes, filename: str, max_bytes: int) -> str:
     """Why these bytes cannot be graded, in a sentence the student can act on ("" if none)."""
     if not name.endswith(".py"):

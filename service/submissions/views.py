@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import hashlib
 
+from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
@@ -16,7 +17,7 @@ from grader.results_io import result_from_json
 from ..accounts.identity import signed_in
 from ..courses.access import assignment_for, submission_for
 from ..courses.models import STAFF_ROLES, Enrolment
-from .intake import Refusal, position, receive
+from .intake import Refusal, body_too_large, position, receive
 from .models import Kind, Submission
 from .standing import counted_submission
 from .visibility import student_view
@@ -37,7 +38,9 @@ def assignment_page(request: HttpRequest, slug: str) -> HttpResponse:
     user = signed_in(request)
     assignment, role = assignment_for(user, slug)
     refusal: Refusal | None = None
-    if request.method == "POST":
+    if request.method == "POST" and body_too_large(request.META):
+        refusal = Refusal(413, f"the upload is larger than {settings.MAX_UPLOAD_BYTES // 1024} KiB")
+    elif request.method == "POST":
         upload = request.FILES.get("file")
         kind = request.POST.get("kind", "")
         if upload is None or kind not in Kind.values:

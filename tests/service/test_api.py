@@ -124,3 +124,14 @@ def test_kind_and_file_are_required(cast: Cast) -> None:
     assert post(client, headers, "a8", "resubmit", GOOD).status_code == 400
     missing = client.post("/api/v1/assignments/a8/submissions", {"kind": "submit"}, **headers)
     assert missing.status_code == 400 and "file" in missing.json()["error"]
+
+
+def test_a_huge_body_is_refused_before_it_is_read(cast: Cast) -> None:
+    client, headers = api(cast, cast.student)
+    response = client.post(
+        "/api/v1/assignments/a8/submissions",
+        {"kind": "submit", "file": SimpleUploadedFile("autograd_lab.py", b"#" * (3 * 1024 * 1024))},
+        **headers,
+    )
+    assert response.status_code == 413 and "larger than" in response.json()["error"]
+    assert not Submission.objects.exists()
