@@ -119,8 +119,9 @@ QUEUE_LIMIT = env_int("QUEUE_LIMIT", 2000, minimum=1)  # self-checks refused (50
 SELF_CHECKS_PER_WINDOW = env_int("SELF_CHECKS_PER_WINDOW", 10, minimum=1)
 SELF_CHECK_WINDOW_SECONDS = env_int("SELF_CHECK_WINDOW_SECONDS", 600, minimum=1)
 GRADER_SANDBOX = env_text("GRADER_SANDBOX", "docker")  # docker, or local for trusted demos only
-# A worker silent this long is taken for dead and its jobs run again (workers heartbeat every 10 s).
-STALLED_WORKER_SECONDS = env_int("STALLED_WORKER_SECONDS", 60, minimum=5)
+# A worker silent this long is taken for dead and its jobs run again. Workers heartbeat every
+# 10 s, so anything much shorter would run live workers' jobs twice.
+STALLED_WORKER_SECONDS = env_int("STALLED_WORKER_SECONDS", 60, minimum=30)
 
 # Security headers. The grader's feedback page has one inline <style> and no script; pages
 # of the service load their one script and stylesheet from 'self'.

@@ -32,7 +32,10 @@ from service.submissions.models import State, Submission
 pytestmark = [pytest.mark.db, pytest.mark.docker, pytest.mark.django_db(transaction=True)]
 
 STUDENTS = 50
-SAMPLES = sorted(p for p in (REPO / "submissions").glob("*/autograd_lab.py"))
+# The sample class without the three that run into a limit on purpose (an endless loop, a
+# memory bomb, an output flood): each costs a full time budget, and the rush is about the queue.
+SLOW_ON_PURPOSE = {"henry_adams", "jack_oconnor", "kate_lee"}
+SAMPLES = sorted(p for p in (REPO / "submissions").glob("*/autograd_lab.py") if p.parent.name not in SLOW_ON_PURPOSE)
 
 
 def _env(**extra: str) -> dict[str, str]:
@@ -53,7 +56,7 @@ def _free_port() -> int:
 def _worker(concurrency: int = 2) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         [sys.executable, "-m", "service.manage", "gradeworker", "--concurrency", str(concurrency)],
-        env=_env(STALLED_WORKER_SECONDS="5"),
+        env=_env(),
         cwd=REPO,
         start_new_session=True,
     )
@@ -142,9 +145,10 @@ def test_a_rush_of_students_is_receipted_and_graded_exactly_once(cast: Cast, web
     graded = {s.user.username: s for s in Submission.objects.filter(pk__in=ids).select_related("user")}
     assert len(graded) == STUDENTS
     for name, submission in graded.items():
-        # Exactly one run wrote a result; any other run was an infrastructure failure, retried.
+        # Exactly one run, or infrastructure failures retried and then one run: never a second
+        # execution of a job that was already running ("discarded").
         outcomes = [run.outcome for run in submission.runs.all()]
-        assert len([o for o in outcomes if o != State.INFRA_ERROR]) == 1, (name, outcomes)
+        assert [o for o in outcomes if o != State.INFRA_ERROR] == [submission.state], (name, outcomes)
     # The same scores as the grader's own pipeline gives the same files with the assignment's seed.
     rubric, runner = load_rubric(), DockerRunner()
     expected = {path: grade_submission(path, student="x", rubric=rubric, runner=runner) for path in SAMPLES}
@@ -180,11 +184,11 @@ def test_a_worker_killed_mid_job_leaves_the_job_to_be_retried_once(cast: Cast) -
     assert Submission.objects.get(pk=submission_id).state == State.RUNNING  # stranded, not lost
     from service.submissions.tasks import retry_stalled
 
-    time.sleep(6)  # longer than STALLED_WORKER_SECONDS without a heartbeat
+    time.sleep(6)  # the dead worker's last heartbeat is older than the threshold used here
     with pytest.MonkeyPatch.context() as patch:
         from django.conf import settings
 
-        patch.setattr(settings, "STALLED_WORKER_SECONDS", 5)
+        patch.setattr(settings, "STALLED_WORKER_SECONDS", 5)  # in this process only: no live worker
         from procrastinate.contrib.django import app
 
         with app.replace_connector(app.connector.get_worker_connector()):
