@@ -307,7 +307,7 @@ def service_token(usernames: tuple[str, ...]) -> None:
 
     try:
         for username, token in tokens_for(list(usernames)):
-            click.echo(f"{username} {token}")
+            echo(f"{username} {token}")
     except RosterError as error:
         _fail(SubmissionError(str(error)))
 
@@ -319,7 +319,7 @@ def service_demo() -> None:
     from service.courses.roster import load_demo
 
     for username, password in load_demo():
-        click.echo(f"  {username:12s} password {password}")
+        echo(f"  {username:12s} password {password}")
 
 
 @cli.group()
