@@ -46,7 +46,7 @@ def _as_owner(command: list[str]) -> list[str]:
     return command
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
@@ -86,7 +86,7 @@ def start(folder: Path = DEFAULT_FOLDER) -> str:
     if not (data / "PG_VERSION").is_file():
         _run([_bin("initdb"), "-D", str(data), "--auth=trust", "-U", "postgres", "-E", "UTF8"], "initdb")
     if not running(folder):
-        (folder / "port").write_text(str(_free_port()))
+        (folder / "port").write_text(str(free_port()))
         port = (folder / "port").read_text().strip()
         options = f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c max_connections=200"
         _run([_bin("pg_ctl"), "-D", str(data), "-w", "-l", str(folder / "log"), "-o", options, "start"], "pg_ctl start")

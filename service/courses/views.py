@@ -25,7 +25,7 @@ from grader.results_io import result_from_json
 from ..accounts.identity import signed_in
 from ..submissions.models import SCORED, AuditEntry, Kind, Regrade, ScoreOverride, State, Submission
 from ..submissions.queue import LANE_PRIORITY, Lane
-from ..submissions.standing import counted_submission
+from ..submissions.standing import counted_submission, latest_scored
 from ..submissions.views import feedback_policy
 from .access import assignment_for, submission_for
 from .models import STAFF_ROLES, Assignment, Enrolment, Role
@@ -195,7 +195,7 @@ def regrade(request: HttpRequest, slug: str) -> HttpResponse:
     scored = Submission.objects.filter(assignment=assignment, kind=Kind.SUBMIT, state__in=SCORED)
     if which == "latest":
         users = scored.values_list("user_id", flat=True).distinct()
-        targets = [s for s in (counted_latest(assignment, u) for u in users) if s]
+        targets = [s for s in (latest_scored(assignment, u) for u in users) if s]
     else:
         targets = list(scored.defer("content"))
     now = timezone.now()
@@ -216,12 +216,3 @@ def regrade(request: HttpRequest, slug: str) -> HttpResponse:
     detail = f"{len(targets)} submission(s) of {assignment.slug} ({which}) at {now:%Y-%m-%d %H:%M}"
     AuditEntry.objects.create(actor=signed_in(request), action="regrade", detail=detail)
     return redirect("class-view", slug=assignment.slug)
-
-
-def counted_latest(assignment: Assignment, user_id: int) -> Submission | None:
-    return (
-        Submission.objects.filter(assignment=assignment, user_id=user_id, kind=Kind.SUBMIT, state__in=SCORED)
-        .defer("content")
-        .order_by("-received_at", "-id")
-        .first()
-    )

@@ -2,15 +2,25 @@
 
 from __future__ import annotations
 
+from django.db.models import QuerySet
+
 from ..courses.models import Assignment, Counted
 from .models import SCORED, Kind, Submission
 
 
-def counted_submission(assignment: Assignment, user_id: int) -> Submission | None:
+def latest_scored(assignment: Assignment, user_id: int) -> Submission | None:
+    return _scored(assignment, user_id).order_by("-received_at", "-id").first()
+
+
+def _scored(assignment: Assignment, user_id: int) -> QuerySet[Submission]:
     scored = Submission.objects.filter(assignment=assignment, user_id=user_id, kind=Kind.SUBMIT, state__in=SCORED)
-    scored = scored.defer("content", "result_json").prefetch_related("overrides")
+    return scored.defer("content", "result_json").prefetch_related("overrides")
+
+
+def counted_submission(assignment: Assignment, user_id: int) -> Submission | None:
     if assignment.counted == Counted.LATEST:
-        return scored.order_by("-received_at", "-id").first()
+        return latest_scored(assignment, user_id)
+    scored = _scored(assignment, user_id)
     best: Submission | None = None
     for candidate in scored:
         score = candidate.counted_score

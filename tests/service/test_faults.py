@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -25,6 +24,7 @@ from service_cast import REPO, Cast
 from grader.pipeline import grade_submission
 from grader.rubric import load_rubric
 from grader.runners.docker import DockerRunner
+from service import devdb
 from service.accounts.models import ApiToken
 from service.courses.models import Enrolment, Role
 from service.submissions.models import State, Submission
@@ -47,12 +47,6 @@ def _env(**extra: str) -> dict[str, str]:
     return env
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 def _worker(concurrency: int = 2) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         [sys.executable, "-m", "service.manage", "gradeworker", "--concurrency", str(concurrency)],
@@ -73,7 +67,7 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
 
 @pytest.fixture
 def web() -> Iterator[str]:
-    port = _free_port()
+    port = devdb.free_port()
     process = subprocess.Popen(
         [
             sys.executable,
