@@ -6,6 +6,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
+from .courses import policy
 from .courses import views as staff
 from .submissions import health
 from .submissions import views as student
@@ -20,6 +21,8 @@ urlpatterns = [
     path("a/<str:slug>/class/report/", staff.class_report, name="class-report"),
     path("a/<str:slug>/class/roster/", staff.roster, name="roster"),
     path("a/<str:slug>/class/regrade/", staff.regrade, name="regrade"),
+    path("a/<str:slug>/class/policy/", policy.policy, name="policy"),
+    path("a/<str:slug>/class/extension/", policy.extension, name="extension"),
     path("submissions/<int:submission_id>/", student.submission_page, name="submission"),
     path("submissions/<int:submission_id>/status.json", student.submission_status, name="submission-status"),
     path("submissions/<int:submission_id>/feedback/", student.feedback, name="feedback"),

@@ -28,7 +28,7 @@ from ..submissions.queue import LANE_PRIORITY, Lane
 from ..submissions.standing import counted_submission, latest_scored
 from ..submissions.views import feedback_policy
 from .access import assignment_for, submission_for
-from .models import STAFF_ROLES, Assignment, Enrolment, Role
+from .models import STAFF_ROLES, Assignment, Counted, Enrolment, HiddenDetails, Role
 from .roster import RosterError, enrol_csv
 
 MAX_REASON = 2000
@@ -72,8 +72,18 @@ def _rows(assignment: Assignment) -> list[Row]:
 @login_required
 @require_GET
 def class_view(request: HttpRequest, slug: str) -> HttpResponse:
-    assignment = _staff_assignment(request, slug)
-    return render(request, "courses/class.html", {"assignment": assignment, "rows": _rows(assignment)})
+    assignment, role = assignment_for(request.user, slug)
+    if role not in STAFF_ROLES:
+        raise Http404
+    context = {
+        "assignment": assignment,
+        "rows": _rows(assignment),
+        "is_instructor": role == Role.INSTRUCTOR,
+        "extensions": assignment.extensions.select_related("user").order_by("user__username"),
+        "counted_choices": Counted.choices,
+        "hidden_choices": HiddenDetails.choices,
+    }
+    return render(request, "courses/class.html", context)
 
 
 def _counted_results(assignment: Assignment) -> list[tuple[User, SubmissionResult]]:

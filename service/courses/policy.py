@@ -1,0 +1,118 @@
+"""Staff set an assignment's late policy and per-student extensions from the class view
+(not only from Django's admin, which is for the site's operators). A change re-prices the
+late penalty of every counted submission it touches: scores follow the policy in force,
+without a regrade."""
+
+from __future__ import annotations
+
+from django import forms
+from django.contrib.auth.decorators import login_required
+from django.contrib.auth.models import User
+from django.db import transaction
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect
+from django.views.decorators.http import require_POST
+
+from ..accounts.identity import signed_in
+from ..submissions.models import AuditEntry, Kind, Submission
+from .access import assignment_for
+from .models import STAFF_ROLES, Assignment, Extension, Role
+
+LOCAL_TIME = "%Y-%m-%dT%H:%M"  # what <input type="datetime-local"> sends
+
+
+class PolicyForm(forms.ModelForm):  # type: ignore[type-arg]  # not subscriptable at run time
+    due_at = forms.DateTimeField(input_formats=[LOCAL_TIME])
+    hard_close_at = forms.DateTimeField(input_formats=[LOCAL_TIME], required=False)
+    late_penalty_per_day = forms.FloatField(min_value=0.0, max_value=100.0)
+    grace_minutes = forms.IntegerField(min_value=0, max_value=7 * 24 * 60)
+
+    class Meta:
+        model = Assignment
+        fields = ["due_at", "grace_minutes", "late_penalty_per_day", "hard_close_at", "counted", "hidden_details"]
+
+    def clean(self) -> dict[str, object]:
+        data = super().clean() or {}
+        due, close = data.get("due_at"), data.get("hard_close_at")
+        if due is not None and close is not None and close < due:
+            raise forms.ValidationError("The hard close cannot come before the due date.")
+        return data
+
+
+class ExtensionForm(forms.Form):
+    username = forms.CharField(max_length=150)
+    due_at = forms.DateTimeField(input_formats=[LOCAL_TIME], required=False)
+
+
+def reprice(assignment: Assignment, user_id: int | None = None) -> int:
+    """Recompute the late penalty of counted submissions (one student's, or everyone's) under
+    the assignment's current policy; returns how many changed."""
+    changed = 0
+    submissions = Submission.objects.filter(assignment=assignment, kind=Kind.SUBMIT)
+    if user_id is not None:
+        submissions = submissions.filter(user_id=user_id)
+    for submission in submissions.only("pk", "user_id", "received_at", "late_penalty"):
+        penalty = assignment.late_penalty(submission.user_id, submission.received_at)
+        if penalty != submission.late_penalty:
+            Submission.objects.filter(pk=submission.pk).update(late_penalty=penalty)
+            changed += 1
+    return changed
+
+
+def _errors(form: forms.BaseForm) -> HttpResponse:
+    lines = []
+    for field, errors in form.errors.items():
+        said = " ".join(str(error) for error in errors)
+        lines.append(said if field == "__all__" else f"{field}: {said}")
+    return HttpResponse("Nothing was changed.\n" + "\n".join(lines), status=400, content_type="text/plain")
+
+
+@login_required
+@require_POST
+def policy(request: HttpRequest, slug: str) -> HttpResponse:
+    """Due date, grace, late penalty, hard close, counted submission, hidden details:
+    instructors only."""
+    assignment, role = assignment_for(request.user, slug)
+    if role != Role.INSTRUCTOR:
+        raise Http404
+    form = PolicyForm(request.POST, instance=assignment)
+    if not form.is_valid():
+        return _errors(form)
+    with transaction.atomic():
+        saved = form.save()
+        repriced = reprice(saved)
+        changes = ", ".join(f"{name}={form.cleaned_data[name]}" for name in form.changed_data) or "nothing"
+        AuditEntry.objects.create(
+            actor=signed_in(request), action="policy", detail=f"{saved.slug}: {changes}; {repriced} re-priced"
+        )
+    return redirect("class-view", slug=assignment.slug)
+
+
+@login_required
+@require_POST
+def extension(request: HttpRequest, slug: str) -> HttpResponse:
+    """Grant, move or (with an empty date) withdraw one student's extension: staff only."""
+    assignment, role = assignment_for(request.user, slug)
+    if role not in STAFF_ROLES:
+        raise Http404
+    form = ExtensionForm(request.POST)
+    if not form.is_valid():
+        return _errors(form)
+    username, due = form.cleaned_data["username"], form.cleaned_data["due_at"]
+    student = User.objects.filter(
+        username=username,
+        enrolments__course=assignment.course,
+        enrolments__role=Role.STUDENT,
+    ).first()
+    if student is None:
+        return HttpResponse(f"{username!r} is not a student of this course.", status=400, content_type="text/plain")
+    with transaction.atomic():
+        if due is None:
+            Extension.objects.filter(assignment=assignment, user=student).delete()
+        else:
+            Extension.objects.update_or_create(assignment=assignment, user=student, defaults={"due_at": due})
+        repriced = reprice(assignment, student.pk)
+        what = f"due {due:%Y-%m-%d %H:%M}" if due else "withdrawn"
+        detail = f"{student.username} on {slug}: {what}; {repriced} re-priced"
+        AuditEntry.objects.create(actor=signed_in(request), action="extension", detail=detail)
+    return redirect("class-view", slug=assignment.slug)
