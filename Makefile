@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 GRADER := $(VENV)/bin/grader
 OUT ?= out
 
-.PHONY: grade serve test unit lint image deps browser postgres clean
+.PHONY: grade serve test test-slow unit lint image deps browser postgres clean
 
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
@@ -52,8 +52,16 @@ lint: $(VENV)/.installed
 	DEBUG=True DATABASE_URL=postgresql://unused@127.0.0.1:1/x $(PY) -m service.manage makemigrations --check --dry-run
 	$(PY) -m ruff check grader sandbox tests bench service
 
+# `make test` is everything but the suites marked slow (minutes each: a rush of 50 students,
+# an 80-student class, every operator on every engine of the corpus); `make test-slow` runs
+# those, and CI runs both.
+TEST_ENV := REQUIRE_DOCKER=1 REQUIRE_BROWSER=1 CHROMIUM=$(CHROMIUM)
+
 test: image lint browser postgres
-	REQUIRE_DOCKER=1 REQUIRE_BROWSER=1 CHROMIUM=$(CHROMIUM) $(PY) -m pytest tests -q
+	$(TEST_ENV) $(PY) -m pytest tests -q -m "not slow"
+
+test-slow: image browser postgres
+	$(TEST_ENV) $(PY) -m pytest tests -q -m slow
 
 clean:
 	rm -rf $(OUT) $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -48,6 +48,7 @@ def stored(out: Path) -> dict[str, tuple[float, int]]:
 CLASS_SIZE = 80
 
 
+@pytest.mark.slow  # a class of 80 in Docker
 def test_a_synthetic_class_grades_in_parallel_and_every_export_agrees(tmp_path: Path) -> None:
     source = tmp_path / "class"
     build(source, students=CLASS_SIZE, seed=4)
@@ -88,6 +89,7 @@ def test_a_synthetic_class_grades_in_parallel_and_every_export_agrees(tmp_path: 
     assert totals[0] == 0 and totals[-1] == 100 and 0 < totals[CLASS_SIZE // 2] < 100
 
 
+@pytest.mark.slow  # a class graded, killed and graded again
 def test_kill_9_mid_batch_then_the_same_command_finishes_without_regrading(tmp_path: Path) -> None:
     source = tmp_path / "class"
     build(source, students=16, seed=9)

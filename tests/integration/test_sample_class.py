@@ -35,6 +35,7 @@ def _totals(out: Path) -> dict[str, str]:
         return {row["student"]: row["total"] for row in csv.DictReader(handle)}
 
 
+@pytest.mark.slow  # the sample class graded a second time
 def test_a_second_grading_into_a_fresh_folder_gives_the_same_grades(
     graded: dict[str, SubmissionResult], out: Path, tmp_path: Path
 ) -> None:

@@ -266,6 +266,7 @@ def test_copies_parse_and_grade_the_same_class(path: Path) -> None:
         assert len(text.splitlines()) == len(source.splitlines()), done
 
 
+@pytest.mark.slow  # every engine of the corpus, run twice
 @pytest.mark.parametrize("path", ENGINES, ids=_id)
 def test_copies_compute_bit_identical_graphs(path: Path, tmp_path: Path) -> None:
     files = [path, path]
@@ -280,6 +281,7 @@ def test_copies_compute_bit_identical_graphs(path: Path, tmp_path: Path) -> None
         assert seen == original, (seed, copies(path)[seed][1])
 
 
+@pytest.mark.slow  # every engine of the corpus, run twice
 @pytest.mark.parametrize("path", ENGINES, ids=_id)
 def test_copies_pass_or_fail_the_files_own_checks_alike(path: Path) -> None:
     original = exit_status(path.read_text(encoding="utf-8"), timeout=20)

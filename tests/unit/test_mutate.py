@@ -1237,6 +1237,7 @@ def _assert_spliced(source: str, mutated: ast.Module, op_id: str, text: str, lin
             assert not outside, (label, outside, spans)
 
 
+@pytest.mark.slow  # every operator on every engine of the corpus
 @pytest.mark.parametrize("op_id", [*CATALOGUE_IDS, FORCED_FAIL, EQUIVALENT])
 def test_mutate_text_splices_exactly_the_mutated_tree_into_every_engine(op_id: str) -> None:
     applied = 0
