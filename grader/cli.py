@@ -322,6 +322,30 @@ def service_demo() -> None:
         echo(f"  {username:12s} password {password}")
 
 
+@cli.command("worker")
+@click.option("--concurrency", type=click.IntRange(1, 64), default=None, help="sandboxes at once [one per core]")
+@click.option("--lanes", default=None, help="comma-separated: self_check,submit,regrade,maintenance [all]")
+def worker(concurrency: int | None, lanes: str | None) -> None:
+    """Grade the service's queue on this host (needs DATABASE_URL and a Docker engine).
+
+    Builds the sandbox image first if this host lacks it, registers the worker (host, image,
+    lanes, heartbeat) and takes jobs until SIGTERM or Ctrl-C, finishing the jobs in hand.
+    """
+    _django()
+    from django.core.management import call_command
+    from django.core.management.base import CommandError
+
+    options: dict[str, object] = {}
+    if concurrency is not None:
+        options["concurrency"] = concurrency
+    if lanes is not None:
+        options["queues"] = lanes
+    try:
+        call_command("gradeworker", **options)
+    except CommandError as error:
+        _fail(InfraError(str(error)))
+
+
 @cli.group()
 def image() -> None:
     """Sandbox image tools."""

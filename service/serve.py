@@ -67,7 +67,7 @@ def main() -> int:
             cwd=REPO,
         ),
         subprocess.Popen(
-            [*manage, "gradeworker"],
+            [python, "-m", "grader", "worker"],
             env={**env, "DB_APPLICATION_NAME": "grader-worker"},
             cwd=REPO,
         ),

@@ -62,6 +62,7 @@ INSTALLED_APPS = [
     "service.courses",
     "service.submissions",
     "service.api",
+    "service.fleet",
     "service.lti",
 ]
 
@@ -121,6 +122,8 @@ SELF_CHECK_WINDOW_SECONDS = env_int("SELF_CHECK_WINDOW_SECONDS", 600, minimum=1)
 GRADER_SANDBOX = env_text("GRADER_SANDBOX", "docker")  # docker, or local for trusted demos only
 # A worker silent this long is taken for dead and its jobs run again. Workers heartbeat every
 # 10 s, so anything much shorter would run live workers' jobs twice.
+# Prometheus scrapes /metrics with "Authorization: Bearer <token>"; unset, /metrics is 404.
+METRICS_TOKEN = env_text("METRICS_TOKEN")
 STALLED_WORKER_SECONDS = env_int("STALLED_WORKER_SECONDS", 60, minimum=30)
 
 # Security headers. The grader's feedback page has one inline <style> and no script; pages

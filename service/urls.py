@@ -8,6 +8,7 @@ from django.urls import include, path
 
 from .courses import policy
 from .courses import views as staff
+from .fleet.metrics import metrics
 from .submissions import health
 from .submissions import views as student
 
@@ -29,6 +30,7 @@ urlpatterns = [
     path("submissions/<int:submission_id>/override/", staff.override, name="override"),
     path("health/", health.health, name="health"),
     path("status/", health.status, name="status"),
+    path("metrics", metrics, name="metrics"),
     path("api/v1/", include("service.api.urls")),
     path("lti/", include("service.lti.urls")),
     path("admin/", admin.site.urls),

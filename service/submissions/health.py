@@ -13,6 +13,7 @@ from django.views.decorators.http import require_GET
 
 from ..accounts.identity import signed_in
 from ..courses.models import STAFF_ROLES, Enrolment
+from ..fleet.models import GradingWorker
 from .models import PENDING, Submission
 from .queue import LANES
 
@@ -27,12 +28,19 @@ def snapshot() -> dict[str, Any]:
             "depth": waiting.count(),
             "oldest_age_seconds": round((now - oldest).total_seconds(), 1) if oldest else 0.0,
         }
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT id, last_heartbeat FROM procrastinate_workers ORDER BY id")
-        workers = [
-            {"id": row[0], "last_heartbeat": row[1].isoformat(), "age_seconds": round((now - row[1]).total_seconds(), 1)}
-            for row in cursor.fetchall()
-        ]
+    workers = [
+        {
+            "host": w.host,
+            "pid": w.pid,
+            "image": w.image,
+            "image_id": w.image_id[:19],
+            "lanes": w.lanes,
+            "concurrency": w.concurrency,
+            "last_heartbeat": w.last_heartbeat.isoformat(),
+            "age_seconds": round((now - w.last_heartbeat).total_seconds(), 1),
+        }
+        for w in GradingWorker.alive_now()
+    ]
     return {"lanes": lanes, "workers": workers, "at": now.isoformat()}
 
 

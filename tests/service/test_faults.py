@@ -49,7 +49,7 @@ def _env(**extra: str) -> dict[str, str]:
 
 def _worker(concurrency: int = 2) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
-        [sys.executable, "-m", "service.manage", "gradeworker", "--concurrency", str(concurrency)],
+        [sys.executable, "-m", "grader", "worker", "--concurrency", str(concurrency)],
         env=_env(),
         cwd=REPO,
         start_new_session=True,

@@ -1,5 +1,7 @@
-"""A grading worker: removes the sandboxes a killed worker on this host left, then takes jobs
-from the queue (procrastinate's worker) until SIGTERM, finishing the job in hand first."""
+"""A grading worker: makes sure this host has the sandbox image (building it if needed),
+removes the sandboxes a killed worker on this host left, registers itself (host, image,
+lanes, heartbeat), then takes jobs from the queue (procrastinate's worker) until SIGTERM,
+finishing the jobs in hand first."""
 
 from __future__ import annotations
 
@@ -9,11 +11,17 @@ from typing import Any
 
 from django.conf import settings
 from django.core.management import call_command
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 
+from ....fleet.registry import Identity, Registration
 from ...queue import LANES
 
 MAINTENANCE = "maintenance"
+
+
+def default_concurrency() -> int:
+    """One sandbox per core: a grading keeps one core busy."""
+    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
 
 
 class Command(BaseCommand):
@@ -21,20 +29,37 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: ArgumentParser) -> None:
         parser.add_argument("--queues", default=",".join((*LANES, MAINTENANCE)), help="comma-separated lanes")
-        parser.add_argument("--concurrency", type=int, default=max(1, (os.cpu_count() or 2) // 2))
+        parser.add_argument("--concurrency", type=int, default=default_concurrency())
 
     def handle(self, *args: Any, **options: Any) -> None:
-        if settings.GRADER_SANDBOX == "docker":
-            from grader.runners.docker import reap_orphans
+        queues = tuple(q for q in options["queues"].split(",") if q)
+        unknown = set(queues) - {*LANES, MAINTENANCE}
+        if unknown or not queues:
+            raise CommandError(f"unknown lane(s) {sorted(unknown)}; lanes are {', '.join((*LANES, MAINTENANCE))}")
+        concurrency = options["concurrency"]
+        if not 1 <= concurrency <= 64:
+            raise CommandError("--concurrency must be between 1 and 64")
+        image, image_id = self._image()
+        with Registration(Identity(image, image_id, queues, concurrency)):
+            call_command("procrastinate", "worker", "--queues", ",".join(queues), "--concurrency", str(concurrency))
 
-            removed = reap_orphans()
-            if removed:
-                self.stderr.write(f"Removed {removed} sandbox container(s)/volume(s) left by a killed grader.")
-        call_command(
-            "procrastinate",
-            "worker",
-            "--queues",
-            options["queues"],
-            "--concurrency",
-            str(options["concurrency"]),
-        )
+    def _image(self) -> tuple[str, str]:
+        if settings.GRADER_SANDBOX != "docker":
+            return "", ""
+        import docker
+        import requests
+
+        from grader.docker_engine import docker_client
+        from grader.errors import GraderError
+        from grader.image import ensure_image
+        from grader.runners.docker import reap_orphans
+
+        try:
+            tag = ensure_image(log=lambda line: self.stderr.write(line))
+            image_id = str(docker_client().images.get(tag).id)
+        except (GraderError, docker.errors.DockerException, requests.exceptions.RequestException) as error:
+            raise CommandError(f"this host cannot grade: {error}") from error
+        removed = reap_orphans()
+        if removed:
+            self.stderr.write(f"Removed {removed} sandbox container(s)/volume(s) left by a killed grader.")
+        return tag, image_id
