@@ -98,17 +98,46 @@ def _context_files(sandbox_dir: Path) -> list[tuple[str, Path]]:
     return sorted(files.items())
 
 
-def image_tag(base: str, *, base_id: str = "", sandbox_dir: Path = SANDBOX_DIR) -> str:
-    """``autograd-grader:<12 hex>`` for these inputs; the same inputs give the same tag."""
+RECIPE_LABEL = "autograd-grader.recipe"
+
+
+def _digest(fields: list[bytes]) -> str:
     digest = hashlib.sha256()
     # Length-prefixed fields, so no file boundary can be shifted to collide with another.
-    fields: list[bytes] = [b"base", base.encode(), b"base-id", base_id.encode()]
-    for name, path in _context_files(sandbox_dir):
-        fields += [name.encode(), path.read_bytes()]
     for field in fields:
         digest.update(len(field).to_bytes(8, "big"))
         digest.update(field)
-    return f"{IMAGE_REPO}:{digest.hexdigest()[:12]}"
+    return digest.hexdigest()
+
+
+def recipe_digest(sandbox_dir: Path = SANDBOX_DIR) -> str:
+    """12 hex naming what the sandbox runs (the Dockerfile, the harness, the student's uid),
+    whatever base it is built FROM on a host: the same release gives the same recipe on every
+    grading host, so a job can name the sandbox it must be graded in."""
+    fields: list[bytes] = [b"student-uid", str(wire.STUDENT_UID).encode()]
+    for name, path in _context_files(sandbox_dir):
+        fields += [name.encode(), path.read_bytes()]
+    return _digest(fields)[:12]
+
+
+def image_recipe(tag: str, *, client: docker.DockerClient | None = None) -> str:
+    """The recipe an image says it was built from ("" when it has no such label)."""
+    client = client or docker_client()
+    try:
+        labels = client.images.get(tag).labels or {}
+    except docker.errors.ImageNotFound:
+        return ""
+    except (docker.errors.DockerException, requests.exceptions.RequestException) as error:
+        raise SandboxUnavailable(f"cannot look up image {tag}: {error}") from error
+    return str(labels.get(RECIPE_LABEL, ""))
+
+
+def image_tag(base: str, *, base_id: str = "", sandbox_dir: Path = SANDBOX_DIR) -> str:
+    """``autograd-grader:<12 hex>`` for these inputs; the same inputs give the same tag."""
+    fields: list[bytes] = [b"base", base.encode(), b"base-id", base_id.encode()]
+    for name, path in _context_files(sandbox_dir):
+        fields += [name.encode(), path.read_bytes()]
+    return f"{IMAGE_REPO}:{_digest(fields)[:12]}"
 
 
 def _context_tar(sandbox_dir: Path) -> io.BytesIO:
@@ -168,8 +197,14 @@ def ensure_image(*, force: bool = False, base: str | None = None, log: Log | Non
         chosen = base or select_base(client=client, log=log)
         # The base's id is hashed too: a re-pulled python:3.11-slim gives a new tag.
         tag = image_tag(chosen, base_id=_base_id(client, chosen))
+        recipe = recipe_digest(SANDBOX_DIR)
         if not force and image_exists(tag, client=client):
-            return tag
+            found = image_recipe(tag, client=client)
+            if found == recipe:
+                return tag
+            # Not what this tag names (retagged by hand, or built before images carried their
+            # recipe): build it again; the layer cache makes a correct image quick to rebuild.
+            log(f"{tag} says recipe {found or 'none'}, not {recipe}: rebuilding it")
         replaced = _base_id(client, tag) if force else ""
         log(f"building {tag} FROM {chosen}")
         started = time.monotonic()
@@ -181,7 +216,7 @@ def ensure_image(*, force: bool = False, base: str | None = None, log: Log | Non
                 tag=tag,
                 rm=True,
                 forcerm=True,
-                labels={LABEL: "1"},
+                labels={LABEL: "1", RECIPE_LABEL: recipe},
                 nocache=force,  # a forced rebuild must not come back from the layer cache
             )
         except docker.errors.BuildError as error:

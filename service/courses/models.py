@@ -88,8 +88,11 @@ class Assignment(models.Model):
     def __str__(self) -> str:
         return self.title
 
+    def rubric_path(self) -> Path:
+        return RUBRICS / Path(self.rubric_file).name
+
     def rubric(self) -> Rubric:
-        path = RUBRICS / Path(self.rubric_file).name
+        path = self.rubric_path()
         stat = path.stat()
         return _rubric(str(path), stat.st_mtime_ns, stat.st_size)
 

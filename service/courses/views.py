@@ -23,8 +23,9 @@ from grader.results import SubmissionResult
 from grader.results_io import result_from_json
 
 from ..accounts.identity import signed_in
+from ..submissions.intake import enqueue
 from ..submissions.models import SCORED, AuditEntry, Kind, Regrade, ScoreOverride, State, Submission
-from ..submissions.queue import LANE_PRIORITY, Lane
+from ..submissions.queue import Lane
 from ..submissions.standing import counted_submission, latest_scored
 from ..submissions.views import feedback_policy
 from .access import assignment_for, submission_for
@@ -198,8 +199,6 @@ def override(request: HttpRequest, submission_id: int) -> HttpResponse:
 def regrade(request: HttpRequest, slug: str) -> HttpResponse:
     """Grade again (every counted submission, or each student's latest) in the regrade lane,
     which never delays students' jobs; old scores are kept beside the new ones."""
-    from ..submissions.tasks import grade_submission
-
     assignment = _staff_assignment(request, slug)
     which = request.POST.get("which", "latest")
     scored = Submission.objects.filter(assignment=assignment, kind=Kind.SUBMIT, state__in=SCORED)
@@ -217,12 +216,8 @@ def regrade(request: HttpRequest, slug: str) -> HttpResponse:
                 old_state=submission.state,
                 old_result_json=submission.result_json,
             )
-            Submission.objects.filter(pk=submission.pk).update(
-                state=State.QUEUED, lane=Lane.REGRADE.value, started_at=None
-            )
-            grade_submission.configure(queue=Lane.REGRADE.value, priority=LANE_PRIORITY[Lane.REGRADE]).defer(
-                submission_id=submission.pk
-            )
+            Submission.objects.filter(pk=submission.pk).update(state=State.QUEUED, started_at=None)
+            enqueue(submission, Lane.REGRADE)  # with today's sandbox and rubric
     detail = f"{len(targets)} submission(s) of {assignment.slug} ({which}) at {now:%Y-%m-%d %H:%M}"
     AuditEntry.objects.create(actor=signed_in(request), action="regrade", detail=detail)
     return redirect("class-view", slug=assignment.slug)

@@ -15,6 +15,7 @@ class GradingWorker(models.Model):
 
     host = models.CharField(max_length=200)
     pid = models.PositiveIntegerField()
+    recipe = models.CharField(max_length=12, blank=True, help_text="the sandbox recipe whose jobs it takes")
     image = models.CharField(max_length=200, blank=True, help_text="the sandbox image's tag")
     image_id = models.CharField(max_length=100, blank=True, help_text="the sandbox image's digest on this host")
     lanes = models.CharField(max_length=200)

@@ -15,10 +15,17 @@ from .models import GradingWorker
 
 log = logging.getLogger(__name__)
 HEARTBEAT_SECONDS = 10.0
+_registered: list[Identity] = []  # this process's registration, while it lasts
+
+
+def image_id() -> str:
+    """The sandbox image this worker process grades with ("" outside a registered worker)."""
+    return _registered[-1].image_id if _registered else ""
 
 
 @dataclass(frozen=True)
 class Identity:
+    recipe: str
     image: str
     image_id: str
     lanes: tuple[str, ...]
@@ -39,11 +46,13 @@ class Registration:
         self.worker = GradingWorker.objects.create(
             host=socket.gethostname()[:200],
             pid=os.getpid(),
+            recipe=self.identity.recipe[:12],
             image=self.identity.image[:200],
             image_id=self.identity.image_id[:100],
             lanes=",".join(self.identity.lanes)[:200],
             concurrency=self.identity.concurrency,
         )
+        _registered.append(self.identity)
         self._thread.start()
         return self.worker
 
@@ -58,6 +67,8 @@ class Registration:
         connection.close()
 
     def __exit__(self, *exc: object) -> None:
+        if self.identity in _registered:
+            _registered.remove(self.identity)
         self._stop.set()
         self._thread.join(timeout=self.interval + 5)
         if self.worker is not None:

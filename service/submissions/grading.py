@@ -21,6 +21,7 @@ from grader.results import Status, Visibility
 from grader.results_io import result_to_json
 from grader.runners.base import Runner
 
+from ..fleet import registry
 from .models import GradingRun, Kind, State, Submission
 
 log = logging.getLogger(__name__)
@@ -62,8 +63,35 @@ def claim(submission_id: int) -> tuple[Submission, GradingRun] | None:
         submission.started_at = timezone.now()
         submission.attempts += 1
         submission.save(update_fields=["state", "started_at", "attempts"])
-        run = GradingRun.objects.create(submission=submission, worker=WORKER[:200])
+        run = GradingRun.objects.create(submission=submission, worker=WORKER[:200], image_id=registry.image_id()[:100])
         return submission, run
+
+
+def _mismatch(submission: Submission) -> str:
+    """Why this worker must not grade the job ("" when it may): another sandbox recipe (its
+    queue keeps such jobs away; this is the last guard) or another rubric file on this host."""
+    from ..fleet.identity import current_recipe, rubric_sha256
+
+    if submission.recipe and submission.recipe != current_recipe():
+        return f"the job needs sandbox recipe {submission.recipe}; this worker has {current_recipe()}"
+    path = submission.assignment.rubric_path()
+    if submission.rubric_sha256 and path.is_file() and rubric_sha256(path) != submission.rubric_sha256:
+        return f"the rubric {path.name} on this host differs from the one the job was queued with"
+    return ""
+
+
+def _give_back(submission: Submission, run: GradingRun, reason: str, *, final_attempt: bool) -> None:
+    """Not graded here: retried (never scored, never an attempt), or infra_error at the last try."""
+    now = timezone.now()
+    with transaction.atomic():
+        GradingRun.objects.filter(pk=run.pk).update(finished_at=now, outcome=State.INFRA_ERROR)
+        Submission.objects.filter(pk=submission.pk, state=State.RUNNING).update(
+            state=State.INFRA_ERROR if final_attempt else State.QUEUED,
+            detail=reason if final_attempt else f"the grader failed and will retry: {reason}",
+            finished_at=now if final_attempt else None,
+        )
+    if not final_attempt:
+        raise InfraFailure(reason)
 
 
 def grade(submission_id: int, *, final_attempt: bool) -> str:
@@ -73,6 +101,10 @@ def grade(submission_id: int, *, final_attempt: bool) -> str:
         return "skipped"
     submission, run = claimed
     assignment = submission.assignment
+    mismatch = _mismatch(submission)
+    if mismatch:
+        _give_back(submission, run, mismatch, final_attempt=final_attempt)
+        return State.INFRA_ERROR.value
     rubric = assignment.rubric()
     graded = grade_source(
         bytes(submission.content),

@@ -13,6 +13,7 @@ from django.views.decorators.http import require_GET
 
 from ..accounts.identity import signed_in
 from ..courses.models import STAFF_ROLES, Enrolment
+from ..fleet.identity import current_recipe
 from ..fleet.models import GradingWorker
 from .models import PENDING, Submission
 from .queue import LANES
@@ -28,9 +29,12 @@ def snapshot() -> dict[str, Any]:
             "depth": waiting.count(),
             "oldest_age_seconds": round((now - oldest).total_seconds(), 1) if oldest else 0.0,
         }
+    recipe = current_recipe()
     workers = [
         {
             "host": w.host,
+            "recipe": w.recipe,
+            "current": w.recipe == recipe,
             "pid": w.pid,
             "image": w.image,
             "image_id": w.image_id[:19],
@@ -41,7 +45,7 @@ def snapshot() -> dict[str, Any]:
         }
         for w in GradingWorker.alive_now()
     ]
-    return {"lanes": lanes, "workers": workers, "at": now.isoformat()}
+    return {"lanes": lanes, "workers": workers, "recipe": recipe, "at": now.isoformat()}
 
 
 @require_GET

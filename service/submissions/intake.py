@@ -104,11 +104,7 @@ def receive(assignment: Assignment, user: AbstractBaseUser, kind: Kind, name: st
                 .update(state=State.SUPERSEDED, finished_at=now, detail=f"replaced by submission #{submission.pk}")
             )
         lane = Lane.SELF_CHECK if kind is Kind.SELF_CHECK else Lane.SUBMIT
-        job_id = grade_submission.configure(queue=lane.value, priority=LANE_PRIORITY[lane]).defer(
-            submission_id=submission.pk
-        )
-        submission.job_id, submission.lane = job_id, lane.value
-        submission.save(update_fields=["job_id", "lane"])
+        enqueue(submission, lane)
     return submission
 
 
@@ -120,3 +116,18 @@ def position(submission: Submission) -> int | None:
         lane=submission.lane, state__in=PENDING, received_at__lte=submission.received_at
     ).exclude(pk=submission.pk)
     return ahead.count() + 1
+
+
+def enqueue(submission: Submission, lane: Lane) -> None:
+    """Queue the grading job in the caller's transaction, naming the sandbox recipe and the
+    rubric it must be graded with (the job's queue carries the recipe)."""
+    from ..fleet.identity import current_recipe, queue_for, rubric_sha256
+    from .tasks import grade_submission
+
+    submission.recipe = current_recipe()
+    submission.rubric_sha256 = rubric_sha256(submission.assignment.rubric_path())
+    submission.lane = lane.value
+    submission.job_id = grade_submission.configure(queue=queue_for(lane), priority=LANE_PRIORITY[lane]).defer(
+        submission_id=submission.pk
+    )
+    submission.save(update_fields=["recipe", "rubric_sha256", "lane", "job_id"])

@@ -53,6 +53,9 @@ class Submission(models.Model):
     visible_score = models.FloatField(null=True, blank=True)
     visible_max_score = models.FloatField(null=True, blank=True)
     detail = models.TextField(blank=True)
+    # What it must be graded with: the sandbox recipe and the rubric file (service.fleet.identity).
+    recipe = models.CharField(max_length=12, blank=True)
+    rubric_sha256 = models.CharField(max_length=64, blank=True)
     job_id = models.BigIntegerField(null=True, blank=True)
     lane = models.CharField(max_length=16, default="")
     attempts = models.PositiveIntegerField(default=0, help_text="sandbox runs, infrastructure failures included")
@@ -118,6 +121,7 @@ class GradingRun(models.Model):
 
     submission = models.ForeignKey(Submission, on_delete=models.CASCADE, related_name="runs")
     worker = models.CharField(max_length=200)
+    image_id = models.CharField(max_length=100, blank=True, help_text="the sandbox image it ran in, on its host")
     started_at = models.DateTimeField(default=timezone.now)
     finished_at = models.DateTimeField(null=True, blank=True)
     outcome = models.CharField(max_length=16, blank=True, help_text="the state it ended in; empty if it never ended")

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,7 +19,7 @@ import docker
 import pytest
 
 from grader.errors import GraderError, InfraError
-from grader.image import SANDBOX_DIR, docker_client, ensure_image
+from grader.image import SANDBOX_DIR, docker_client, ensure_image, image_recipe, recipe_digest
 from grader.runners.base import ContainerLimits, RawRun
 from grader.runners.docker import DockerRunner, reap_leftovers
 
@@ -305,6 +304,23 @@ def test_no_container_or_volume_outlives_the_runs(client: docker.DockerClient, i
 
 def test_the_image_is_not_rebuilt_when_nothing_changed(image: str) -> None:
     first = ensure_image()
-    started = time.monotonic()
-    assert ensure_image() == first
-    assert time.monotonic() - started < 5  # found by tag, not rebuilt
+    built = docker_client().images.get(first).id
+    lines: list[str] = []
+    assert ensure_image(log=lines.append) == first
+    assert docker_client().images.get(first).id == built and not any("building" in line for line in lines)
+
+
+def test_an_image_that_is_not_what_its_tag_names_is_rebuilt_before_use(image: str) -> None:
+    """A tag moved onto another image (by hand, or an image from before images carried their
+    recipe) is never used: ensure_image builds the recipe again (from the layer cache)."""
+    client = docker_client()
+    built = client.images.get(image)
+    assert image_recipe(image) == recipe_digest()
+    stranger = next(other for other in client.images.list() if other.id != built.id)
+    repository, tag = image.rsplit(":", 1)
+    stranger.tag(repository, tag)
+    assert image_recipe(image) != recipe_digest()
+    lines: list[str] = []
+    assert ensure_image(log=lines.append) == image
+    assert image_recipe(image) == recipe_digest()
+    assert any("rebuilding it" in line for line in lines)

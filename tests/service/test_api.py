@@ -41,7 +41,11 @@ def test_it_receipts_an_upload_and_queues_it_in_the_same_transaction(cast: Cast)
     from procrastinate.contrib.django.models import ProcrastinateJob
 
     job = ProcrastinateJob.objects.get(id=stored.job_id)
-    assert (job.task_name, job.args, job.queue_name) == ("grade_submission", {"submission_id": stored.pk}, "submit")
+    from service.fleet.identity import current_recipe
+
+    queue = f"submit.{current_recipe()}"  # the lane, and the sandbox recipe it must be graded with
+    assert (job.task_name, job.args, job.queue_name) == ("grade_submission", {"submission_id": stored.pk}, queue)
+    assert stored.recipe == current_recipe() and len(stored.rubric_sha256) == 64
 
 
 def test_it_refuses_a_missing_or_wrong_token(cast: Cast) -> None:

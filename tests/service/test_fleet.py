@@ -17,7 +17,7 @@ from service.fleet.registry import Identity, Registration
 from service.submissions.models import GradingRun, State, Submission
 
 pytestmark = [pytest.mark.db]
-IDENTITY = Identity("autograd-grader:0123456789ab", "sha256:" + "c" * 64, ("self_check", "submit"), 2)
+IDENTITY = Identity("0123456789ab", "autograd-grader:0123456789ab", "sha256:" + "c" * 64, ("self_check", "submit"), 2)
 
 
 def test_a_worker_registers_heartbeats_and_says_when_it_stops(transactional_db: Any) -> None:
@@ -106,3 +106,61 @@ def test_grader_worker_refuses_an_unknown_lane_before_it_takes_a_job(cast: Cast)
     assert "unknown lane(s) ['bogus']" in outcome.output
     assert not GradingWorker.objects.exists()
     assert CliRunner().invoke(cli, ["worker", "--concurrency", "0"]).exit_code == 2  # click's own range check
+
+
+def test_a_worker_on_another_sandbox_recipe_takes_none_of_the_jobs(cast: Cast, transactional_db: Any) -> None:
+    from procrastinate.contrib.django import app
+    from procrastinate.contrib.django.django_connector import DjangoConnector
+    from procrastinate.contrib.django.models import ProcrastinateJob
+
+    from service.fleet.identity import current_recipe, queue_for
+
+    submission = upload(cast.client(cast.student))
+    assert isinstance(app.connector, DjangoConnector)
+    stale = "0" * 12
+    assert stale != current_recipe()
+    with app.replace_connector(app.connector.get_worker_connector()):
+        queues = [queue_for(lane, stale) for lane in ("self_check", "submit", "regrade")]
+        app.run_worker(queues=queues, wait=False, install_signal_handlers=False, listen_notify=False)
+    job = ProcrastinateJob.objects.get(id=submission.job_id)
+    assert job.status == "todo" and job.queue_name == queue_for("submit")
+    assert Submission.objects.get(pk=submission.pk).state == State.QUEUED
+
+
+def test_a_job_for_another_recipe_or_rubric_is_given_back_never_graded(cast: Cast) -> None:
+    from service.submissions import grading
+
+    for field, value, said in (("recipe", "f" * 12, "sandbox recipe"), ("rubric_sha256", "0" * 64, "rubric")):
+        submission = upload(cast.client(cast.student), kind="self_check")
+        Submission.objects.filter(pk=submission.pk).update(**{field: value})
+        with pytest.raises(grading.InfraFailure, match=said):
+            grading.grade(submission.pk, final_attempt=False)
+        retried = Submission.objects.get(pk=submission.pk)
+        assert retried.state == State.QUEUED and retried.score is None and said in retried.detail
+        assert grading.grade(submission.pk, final_attempt=True) == State.INFRA_ERROR
+        last = Submission.objects.get(pk=submission.pk)
+        assert last.state == State.INFRA_ERROR and last.score is None and not last.result_json
+        assert list(last.runs.values_list("outcome", flat=True)) == [State.INFRA_ERROR, State.INFRA_ERROR]
+
+
+def test_jobs_queued_before_jobs_named_their_recipe_move_to_this_releases_queues(cast: Cast) -> None:
+    import importlib
+    from types import SimpleNamespace
+
+    from django.apps import apps
+    from django.db import connection
+    from procrastinate.contrib.django.models import ProcrastinateJob
+
+    from service.fleet.identity import queue_for
+    from service.submissions.tasks import grade_submission
+
+    submission = upload(cast.client(cast.student))
+    Submission.objects.filter(pk=submission.pk).update(recipe="")
+    old = grade_submission.configure(queue="submit").defer(submission_id=submission.pk)
+    finished = grade_submission.configure(queue="regrade").defer(submission_id=submission.pk)
+    ProcrastinateJob.objects.filter(id=finished).update(status="succeeded")
+    migration = importlib.import_module("service.submissions.migrations.0003_job_identity")
+    migration.route_waiting_jobs(apps, SimpleNamespace(connection=connection))
+    assert ProcrastinateJob.objects.get(id=old).queue_name == queue_for("submit")
+    assert ProcrastinateJob.objects.get(id=finished).queue_name == "regrade"  # history is left as it was
+    assert Submission.objects.get(pk=submission.pk).recipe == queue_for("submit").split(".")[1]

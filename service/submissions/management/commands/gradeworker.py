@@ -13,6 +13,7 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
+from ....fleet.identity import current_recipe, queue_for
 from ....fleet.registry import Identity, Registration
 from ...queue import LANES
 
@@ -40,8 +41,11 @@ class Command(BaseCommand):
         if not 1 <= concurrency <= 64:
             raise CommandError("--concurrency must be between 1 and 64")
         image, image_id = self._image()
-        with Registration(Identity(image, image_id, queues, concurrency)):
-            call_command("procrastinate", "worker", "--queues", ",".join(queues), "--concurrency", str(concurrency))
+        recipe = current_recipe()
+        # A lane's queue carries the recipe: this worker takes only jobs its own sandbox may grade.
+        listened = [name if name == MAINTENANCE else queue_for(name, recipe) for name in queues]
+        with Registration(Identity(recipe, image, image_id, queues, concurrency)):
+            call_command("procrastinate", "worker", "--queues", ",".join(listened), "--concurrency", str(concurrency))
 
     def _image(self) -> tuple[str, str]:
         if settings.GRADER_SANDBOX != "docker":
