@@ -67,6 +67,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "service.body_limit.BodyLimitMiddleware",  # first: before the CSRF check reads the body
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "csp.middleware.CSPMiddleware",
@@ -118,6 +119,8 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = MAX_UPLOAD_BYTES + 64 * 1024
 # The grading queue.
 QUEUE_LIMIT = env_int("QUEUE_LIMIT", 2000, minimum=1)  # self-checks refused (503) beyond this many waiting jobs
 SELF_CHECKS_PER_WINDOW = env_int("SELF_CHECKS_PER_WINDOW", 10, minimum=1)
+# Counted submissions per student and assignment (generous: a limit against floods, not a policy).
+SUBMITS_PER_WINDOW = env_int("SUBMITS_PER_WINDOW", 30, minimum=1)
 SELF_CHECK_WINDOW_SECONDS = env_int("SELF_CHECK_WINDOW_SECONDS", 600, minimum=1)
 GRADER_SANDBOX = env_text("GRADER_SANDBOX", "docker")  # docker, or local for trusted demos only
 # A worker silent this long is taken for dead and its jobs run again. Workers heartbeat every

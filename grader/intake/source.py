@@ -24,6 +24,6 @@ def source_problem(raw: bytes, name: str, max_bytes: int) -> str:
         return f"{name} is not a text file (it contains NUL bytes)"
     try:
         importlib.util.decode_source(raw)
-    except (SyntaxError, UnicodeDecodeError, LookupError) as error:
+    except (SyntaxError, UnicodeError, LookupError) as error:  # UnicodeError: a codec that refuses any text
         return f"{name} is not readable Python text (save it as UTF-8): {error}"
     return ""

@@ -81,6 +81,10 @@ class TokenBucket(models.Model):
             return 0.0
 
     @staticmethod
+    def submit_key(user_id: int, assignment_id: int) -> str:
+        return f"submit:{assignment_id}:{user_id}"
+
+    @staticmethod
     def self_check_key(user_id: int, assignment_id: int) -> str:
         # Per student and assignment: the limit that staff announce ("10 self-checks per 10 minutes").
         return f"selfcheck:{assignment_id}:{user_id}"

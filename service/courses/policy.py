@@ -5,6 +5,8 @@ without a regrade."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from django import forms
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
@@ -19,11 +21,25 @@ from .access import assignment_for
 from .models import STAFF_ROLES, Assignment, Extension, Role
 
 LOCAL_TIME = "%Y-%m-%dT%H:%M"  # what <input type="datetime-local"> sends
+EARLIEST, LATEST = datetime(2000, 1, 1, tzinfo=UTC), datetime(2100, 1, 1, tzinfo=UTC)
+
+
+class Moment(forms.DateTimeField):
+    """A date in the local time zone, within this century: a due date in year 9999 would
+    overflow once the grace minutes are added."""
+
+    def __init__(self, *, required: bool = True) -> None:
+        super().__init__(input_formats=[LOCAL_TIME], required=required)
+
+    def validate(self, value: object) -> None:
+        super().validate(value)
+        if isinstance(value, datetime) and not EARLIEST <= value < LATEST:
+            raise forms.ValidationError("Choose a date between 2000 and 2099.")
 
 
 class PolicyForm(forms.ModelForm):  # type: ignore[type-arg]  # not subscriptable at run time
-    due_at = forms.DateTimeField(input_formats=[LOCAL_TIME])
-    hard_close_at = forms.DateTimeField(input_formats=[LOCAL_TIME], required=False)
+    due_at = Moment()
+    hard_close_at = Moment(required=False)
     late_penalty_per_day = forms.FloatField(min_value=0.0, max_value=100.0)
     grace_minutes = forms.IntegerField(min_value=0, max_value=7 * 24 * 60)
 
@@ -41,7 +57,7 @@ class PolicyForm(forms.ModelForm):  # type: ignore[type-arg]  # not subscriptabl
 
 class ExtensionForm(forms.Form):
     username = forms.CharField(max_length=150)
-    due_at = forms.DateTimeField(input_formats=[LOCAL_TIME], required=False)
+    due_at = Moment(required=False)
 
 
 def reprice(assignment: Assignment, user_id: int | None = None) -> int:
@@ -106,6 +122,12 @@ def extension(request: HttpRequest, slug: str) -> HttpResponse:
     ).first()
     if student is None:
         return HttpResponse(f"{username!r} is not a student of this course.", status=400, content_type="text/plain")
+    if due is not None and due < assignment.due_at:
+        return HttpResponse(
+            "An extension moves a student's due date later than the class's, never earlier.",
+            status=400,
+            content_type="text/plain",
+        )
     with transaction.atomic():
         if due is None:
             Extension.objects.filter(assignment=assignment, user=student).delete()

@@ -39,7 +39,10 @@ def enrol_csv(slug: str, text: str) -> RosterOutcome:
     if assignment is None:
         raise RosterError(f"no assignment {slug!r}")
     reader = csv.reader(io.StringIO(text))
-    rows = [r for r in reader if r and any(cell.strip() for cell in r)]
+    try:
+        rows = [r for r in reader if r and any(cell.strip() for cell in r)]
+    except csv.Error as error:
+        raise RosterError(f"line {reader.line_num}: not a CSV row ({error})") from None
     if rows and [c.strip().lower() for c in rows[0][:3]] == ["username", "email", "name"]:
         rows = rows[1:]
     if len(rows) > MAX_ROSTER_ROWS:
@@ -61,6 +64,8 @@ def enrol_csv(slug: str, text: str) -> RosterOutcome:
             if len(username) > 150 or len(name) > 150:
                 raise RosterError(f"row {number}: too long")
             user, made = users.objects.get_or_create(username=username, defaults={"email": email})
+            if user.is_staff or user.is_superuser:
+                raise RosterError(f"row {number}: {username} is a site operator's account, not a student's")
             if made:
                 first, _, last = name.partition(" ")
                 user.first_name, user.last_name = first[:150], last[:150]

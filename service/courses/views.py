@@ -9,6 +9,7 @@ from urllib.parse import unquote
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
 from django.db import transaction
+from django.db.models import Q
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
@@ -24,9 +25,9 @@ from grader.results_io import result_from_json
 
 from ..accounts.identity import signed_in
 from ..submissions.intake import enqueue
-from ..submissions.models import SCORED, AuditEntry, Kind, Regrade, ScoreOverride, State, Submission
+from ..submissions.models import PENDING, SCORED, AuditEntry, Kind, Regrade, ScoreOverride, State, Submission
 from ..submissions.queue import Lane
-from ..submissions.standing import counted_submission, latest_scored
+from ..submissions.standing import counted_submission
 from ..submissions.views import feedback_policy
 from .access import assignment_for, submission_for
 from .models import STAFF_ROLES, Assignment, Counted, Enrolment, HiddenDetails, Role
@@ -201,15 +202,21 @@ def regrade(request: HttpRequest, slug: str) -> HttpResponse:
     which never delays students' jobs; old scores are kept beside the new ones."""
     assignment = _staff_assignment(request, slug)
     which = request.POST.get("which", "latest")
-    scored = Submission.objects.filter(assignment=assignment, kind=Kind.SUBMIT, state__in=SCORED)
+    if which not in ("latest", "all"):
+        return HttpResponse("Regrade 'latest' or 'all'.", status=400, content_type="text/plain")
+    # A submission already waiting for its regrade is neither queued twice nor skipped over.
+    candidates = Submission.objects.filter(assignment=assignment, kind=Kind.SUBMIT).filter(
+        Q(state__in=SCORED) | Q(state__in=PENDING, lane=Lane.REGRADE.value)
+    )
     if which == "latest":
-        users = scored.values_list("user_id", flat=True).distinct()
-        targets = [s for s in (latest_scored(assignment, u) for u in users) if s]
+        latest = candidates.order_by("user_id", "-received_at", "-id").distinct("user_id")
+        chosen = [s.pk for s in latest.only("pk", "state") if s.state in SCORED]
     else:
-        targets = list(scored.defer("content"))
+        chosen = list(candidates.filter(state__in=SCORED).values_list("pk", flat=True))
     now = timezone.now()
-    for submission in targets:
-        with transaction.atomic():
+    targets = Submission.objects.filter(pk__in=chosen).select_related("assignment").defer("content")
+    with transaction.atomic():  # all or none, and the audit entry with them
+        for submission in targets:
             Regrade.objects.create(
                 submission=submission,
                 old_score=submission.score,
@@ -218,6 +225,6 @@ def regrade(request: HttpRequest, slug: str) -> HttpResponse:
             )
             Submission.objects.filter(pk=submission.pk).update(state=State.QUEUED, started_at=None)
             enqueue(submission, Lane.REGRADE)  # with today's sandbox and rubric
-    detail = f"{len(targets)} submission(s) of {assignment.slug} ({which}) at {now:%Y-%m-%d %H:%M}"
-    AuditEntry.objects.create(actor=signed_in(request), action="regrade", detail=detail)
+        detail = f"{len(chosen)} submission(s) of {assignment.slug} ({which}) at {now:%Y-%m-%d %H:%M}"
+        AuditEntry.objects.create(actor=signed_in(request), action="regrade", detail=detail)
     return redirect("class-view", slug=assignment.slug)

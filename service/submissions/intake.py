@@ -11,7 +11,7 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from grader.intake.source import source_problem
@@ -34,8 +34,8 @@ class Refusal:
 
 
 def body_too_large(meta: dict[str, object]) -> bool:
-    """Refuse before Django reads the body: an upload may not exceed the file cap by more than
-    the form's own overhead (a gigabyte would otherwise be spooled to disk first)."""
+    """An upload may not exceed the file cap by more than the form's own overhead (the body
+    limit middleware has already refused anything larger than the largest form)."""
     try:
         length = int(str(meta.get("CONTENT_LENGTH") or 0))
     except ValueError:
@@ -61,6 +61,15 @@ def receive(assignment: Assignment, user: AbstractBaseUser, kind: Kind, name: st
     user_id = int(user.pk)
     if kind is Kind.SUBMIT and assignment.closed_for(user_id, now):
         return Refusal(403, "this assignment is closed: no more counted submissions")
+    if kind is Kind.SUBMIT:
+        wait = TokenBucket.take(
+            TokenBucket.submit_key(user_id, assignment.pk),
+            settings.SUBMITS_PER_WINDOW,
+            timedelta(seconds=settings.SELF_CHECK_WINDOW_SECONDS),
+        )
+        if wait:
+            seconds = max(1, int(wait + 0.999))
+            return Refusal(429, f"submission limit reached: next one possible in {seconds} s", retry_after=seconds)
     if kind is Kind.SELF_CHECK:
         if queue_depth() >= settings.QUEUE_LIMIT:
             return Refusal(503, "the grading queue is full; try the self-check again shortly", retry_after=60)
@@ -76,6 +85,11 @@ def receive(assignment: Assignment, user: AbstractBaseUser, kind: Kind, name: st
     max_bytes = min(settings.MAX_UPLOAD_BYTES, rubric.limits.max_file_kb * 1024)
     problem = upload_problem(name, raw, rubric.filename, max_bytes)
     with transaction.atomic():
+        if kind is Kind.SUBMIT:
+            # One student's counted uploads are received one at a time, so two at once cannot
+            # both stay queued (each would miss the other's uncommitted row).
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [assignment.pk, user_id])
         submission = Submission.objects.create(
             assignment=assignment,
             user_id=user_id,
@@ -97,9 +111,11 @@ def receive(assignment: Assignment, user: AbstractBaseUser, kind: Kind, name: st
         if kind is Kind.SUBMIT:
             # One pending counted job per student and assignment: the older one is superseded
             # (kept, marked), never silently dropped.
+            # A staff regrade of an older one is not the student's to cancel: submit lane only.
             (
-                Submission.objects.select_for_update()
-                .filter(assignment=assignment, user_id=user_id, kind=Kind.SUBMIT, state=State.QUEUED)
+                Submission.objects.filter(
+                    assignment=assignment, user_id=user_id, kind=Kind.SUBMIT, state=State.QUEUED, lane=Lane.SUBMIT.value
+                )
                 .exclude(pk=submission.pk)
                 .update(state=State.SUPERSEDED, finished_at=now, detail=f"replaced by submission #{submission.pk}")
             )

@@ -9,6 +9,7 @@ from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
+from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from grader.report.html import render_feedback_html
@@ -16,11 +17,11 @@ from grader.results_io import result_from_json
 
 from ..accounts.identity import signed_in
 from ..courses.access import assignment_for, submission_for
-from ..courses.models import STAFF_ROLES, Enrolment
+from ..courses.models import STAFF_ROLES, Assignment, Counted, Enrolment, HiddenDetails
 from .intake import Refusal, body_too_large, position, receive
 from .models import Kind, Submission
 from .standing import counted_submission
-from .visibility import student_view
+from .visibility import detail_for, student_view
 
 
 @login_required
@@ -30,6 +31,18 @@ def home(request: HttpRequest) -> HttpResponse:
         "course__assignments"
     )
     return render(request, "submissions/home.html", {"enrolments": enrolments})
+
+
+def _counted_for(assignment: Assignment, user_id: int, staff: bool) -> Submission | None:
+    """Which submission counts, as the student may see it: with the best one counting and hidden
+    results withheld, pointing at it would tell which upload did better on the hidden checks."""
+    withheld = (
+        not staff
+        and assignment.counted == Counted.BEST
+        and assignment.hidden_details == HiddenDetails.AFTER_DUE_DATE
+        and timezone.now() < assignment.due_for(user_id)
+    )
+    return None if withheld else counted_submission(assignment, user_id)
 
 
 @login_required
@@ -61,7 +74,7 @@ def assignment_page(request: HttpRequest, slug: str) -> HttpResponse:
         "is_staff": role in STAFF_ROLES,
         "due": assignment.due_for(user.pk),
         "history": mine,
-        "counted": counted_submission(assignment, user.pk),
+        "counted": _counted_for(assignment, user.pk, role in STAFF_ROLES),
         "refusal": refusal,
     }
     response = render(request, "submissions/assignment.html", context, status=refusal.status if refusal else 200)
@@ -83,6 +96,7 @@ def submission_page(request: HttpRequest, submission_id: int) -> HttpResponse:
         "score": score,
         "max_score": max_score,
         "withheld": submission.hides_hidden(staff),
+        "detail": detail_for(submission, staff),
     }
     return render(request, "submissions/submission.html", context)
 

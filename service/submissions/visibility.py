@@ -34,7 +34,26 @@ def student_view(result: SubmissionResult, submission: Submission) -> Submission
         diagnoses=(),  # they can rest on hidden checks
         status_detail=" ".join(
             part
-            for part in (result.status_detail, f"(The {hidden} hidden checks' results are shown after the due date.)")
+            for part in (
+                without_hidden_titles(result.status_detail, result),
+                f"(The {hidden} hidden checks' results are shown after the due date.)",
+            )
             if part
         ),
     )
+
+
+def without_hidden_titles(detail: str, result: SubmissionResult) -> str:
+    """The status line may name a check (the first to time out): a hidden one stays unnamed."""
+    for check in result.checks:
+        if check.visibility is not Visibility.VISIBLE and check.title:
+            detail = detail.replace(check.title, "a hidden check")
+    return detail
+
+
+def detail_for(submission: Submission, viewer_is_staff: bool) -> str:
+    if not submission.detail or not submission.hides_hidden(viewer_is_staff) or not submission.result_json:
+        return submission.detail
+    from grader.results_io import result_from_json
+
+    return without_hidden_titles(submission.detail, result_from_json(submission.result_json))
