@@ -164,3 +164,36 @@ def test_jobs_queued_before_jobs_named_their_recipe_move_to_this_releases_queues
     assert ProcrastinateJob.objects.get(id=old).queue_name == queue_for("submit")
     assert ProcrastinateJob.objects.get(id=finished).queue_name == "regrade"  # history is left as it was
     assert Submission.objects.get(pk=submission.pk).recipe == queue_for("submit").split(".")[1]
+
+
+def test_a_self_check_sent_during_a_class_regrade_is_graded_before_the_regrade(
+    cast: Cast, transactional_db: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from procrastinate.contrib.django import app
+    from procrastinate.contrib.django.django_connector import DjangoConnector
+    from procrastinate.contrib.django.models import ProcrastinateJob
+
+    from service.submissions import grading
+
+    graded: list[int] = []
+
+    def record(submission_id: int, *, final_attempt: bool) -> str:
+        graded.append(submission_id)
+        Submission.objects.filter(pk=submission_id).update(state=State.GRADED)
+        return "graded"
+
+    monkeypatch.setattr(grading, "grade", record)
+    earlier = [upload(cast.client(user)) for user in (cast.student, cast.student2)]
+    Submission.objects.filter(pk__in=[s.pk for s in earlier]).update(state=State.GRADED, score=50.0, max_score=100.0)
+    ProcrastinateJob.objects.filter(id__in=[s.job_id for s in earlier]).update(status="succeeded")  # graded before
+    assert cast.client(cast.instructor).post("/a/a8/class/regrade/", {"which": "all"}).status_code == 302
+    counted = upload(cast.client(cast.student2))
+    self_check = upload(cast.client(cast.student), kind="self_check")
+    assert isinstance(app.connector, DjangoConnector)
+    with app.replace_connector(app.connector.get_worker_connector()):
+        app.run_worker(wait=False, concurrency=1, install_signal_handlers=False, listen_notify=False)
+    # Received last, graded first; then the counted submission; the regrade lane last.
+    mine = {self_check.pk, counted.pk, *(s.pk for s in earlier)}
+    order = [pk for pk in graded if pk in mine]  # the queue's tables outlive other tests' rows
+    assert order[:2] == [self_check.pk, counted.pk]
+    assert sorted(order[2:]) == sorted(s.pk for s in earlier)  # each once
