@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import socket
 import threading
 
@@ -16,6 +17,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from grader.errors import GraderError
 from grader.pipeline import grade_source
 from grader.results import Status, Visibility
 from grader.results_io import result_to_json
@@ -49,6 +51,22 @@ def runner() -> Runner:
 
 
 WORKER = f"{socket.gethostname()}:{os.getpid()}"
+
+
+def _stop_if_engine_gone() -> None:
+    """A worker whose Docker engine stopped answering takes no more jobs: it drains (SIGTERM to
+    itself: the jobs in hand finish or are given back) and its jobs are retried by other
+    workers; its service manager restarts it, and it grades again once the engine is back."""
+    if settings.GRADER_SANDBOX != "docker" or not registry.image_id():
+        return  # only a registered worker process drains itself
+    from grader.docker_engine import docker_client
+    from grader.errors import SandboxUnavailable
+
+    try:
+        docker_client().close()
+    except SandboxUnavailable as error:
+        log.error("the Docker engine is unreachable (%s): this worker stops taking jobs", error)
+        os.kill(os.getpid(), signal.SIGTERM)
 
 
 def claim(submission_id: int) -> tuple[Submission, GradingRun] | None:
@@ -105,18 +123,26 @@ def grade(submission_id: int, *, final_attempt: bool) -> str:
     if mismatch:
         _give_back(submission, run, mismatch, final_attempt=final_attempt)
         return State.INFRA_ERROR.value
+    try:
+        sandbox = runner()
+    except GraderError as error:  # no engine, no image: the grader's failure, never the student's
+        _stop_if_engine_gone()
+        _give_back(submission, run, str(error), final_attempt=final_attempt)
+        return State.INFRA_ERROR.value
     rubric = assignment.rubric()
     graded = grade_source(
         bytes(submission.content),
         "",
         student=submission.user.get_username(),
         rubric=rubric,
-        runner=runner(),
+        runner=sandbox,
         seed=rubric.seed,
         visible_only=submission.kind == Kind.SELF_CHECK,
     )
     result = graded.result
     now = timezone.now()
+    if result.status is Status.INFRA_ERROR:
+        _stop_if_engine_gone()
     if result.status is Status.INFRA_ERROR and not final_attempt:
         with transaction.atomic():
             GradingRun.objects.filter(pk=run.pk).update(finished_at=now, outcome=State.INFRA_ERROR)

@@ -27,7 +27,7 @@ from grader.runners.docker import DockerRunner
 from service import devdb
 from service.accounts.models import ApiToken
 from service.courses.models import Enrolment, Role
-from service.submissions.models import State, Submission
+from service.submissions.models import SCORED, GradingRun, Kind, State, Submission
 
 pytestmark = [pytest.mark.db, pytest.mark.docker, pytest.mark.django_db(transaction=True)]
 
@@ -47,10 +47,10 @@ def _env(**extra: str) -> dict[str, str]:
     return env
 
 
-def _worker(concurrency: int = 2) -> subprocess.Popen[bytes]:
+def _worker(concurrency: int = 2, **extra_env: str) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         [sys.executable, "-m", "grader", "worker", "--concurrency", str(concurrency)],
-        env=_env(),
+        env=_env(**extra_env),
         cwd=REPO,
         start_new_session=True,
     )
@@ -207,3 +207,44 @@ def test_a_worker_killed_mid_job_leaves_the_job_to_be_retried_once(cast: Cast) -
     from procrastinate.contrib.django.models import ProcrastinateJob
 
     assert ProcrastinateJob.objects.get(id=done.job_id).status == "succeeded"
+
+
+@pytest.mark.slow
+def test_a_worker_that_loses_its_docker_engine_gives_its_jobs_back_and_stops(cast: Cast) -> None:
+    """Its jobs end as infrastructure failures, are graded by another worker, never scored by it
+    and never counted against the student; it takes no more jobs."""
+    from socket_proxy import EngineRelay
+
+    from service.fleet.models import GradingWorker
+    from service.submissions.intake import receive
+
+    relay = EngineRelay()
+    broken = _worker(concurrency=1, DOCKER_HOST=relay.docker_host)
+    healthy: subprocess.Popen[bytes] | None = None
+    try:
+        deadline = time.monotonic() + 180
+        while not GradingWorker.objects.filter(pid=broken.pid, stopped_at__isnull=True).exists():
+            assert broken.poll() is None and time.monotonic() < deadline, "the worker never registered"
+            time.sleep(0.2)
+        relay.cut()
+        body = (REPO / "reference" / "autograd_lab.py").read_bytes()
+        submissions = [
+            receive(cast.assignment, cast.student, Kind.SELF_CHECK, "autograd_lab.py", body) for _ in range(3)
+        ]
+        ids = [s.pk for s in submissions if isinstance(s, Submission)]
+        assert len(ids) == 3
+        broken.wait(timeout=120)  # it drained itself
+        assert GradingWorker.objects.get(pid=broken.pid).stopped_at is not None
+        failed_there = list(GradingRun.objects.filter(submission_id__in=ids).values_list("outcome", flat=True))
+        assert failed_there and set(failed_there) == {State.INFRA_ERROR}
+        assert not Submission.objects.filter(pk__in=ids, state__in=SCORED).exists()
+        healthy = _worker(concurrency=2)
+        _wait_until_done(ids, seconds=600)
+    finally:
+        for process in (broken, healthy):
+            if process is not None:
+                _stop(process)
+    for submission in Submission.objects.filter(pk__in=ids):
+        outcomes = [run.outcome for run in submission.runs.order_by("started_at")]
+        assert submission.state == State.GRADED and submission.score is not None, outcomes
+        assert [o for o in outcomes if o != State.INFRA_ERROR] == [State.GRADED], outcomes  # scored once
