@@ -121,6 +121,14 @@ def stop(folder: Path = DEFAULT_FOLDER, mode: str = "fast") -> None:
         _run([_bin("pg_ctl"), "-D", str(folder / "data"), "-m", mode, "-w", "stop"], "pg_ctl stop")
 
 
+def restart(folder: Path = DEFAULT_FOLDER) -> None:
+    """Stop (fast: open transactions are aborted) and start again on the same port."""
+    _run(
+        [_bin("pg_ctl"), "-D", str(folder / "data"), "-m", "fast", "-w", "-l", str(folder / "log"), "restart"],
+        "restart",
+    )
+
+
 def main(argv: list[str]) -> int:
     if not argv or argv[0] not in ("start", "stop", "url"):
         print(__doc__, file=sys.stderr)

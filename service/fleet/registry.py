@@ -8,7 +8,7 @@ import socket
 import threading
 from dataclasses import dataclass
 
-from django.db import close_old_connections, connection
+from django.db import DatabaseError, close_old_connections, connection
 from django.utils import timezone
 
 from .models import GradingWorker
@@ -73,4 +73,7 @@ class Registration:
         self._thread.join(timeout=self.interval + 5)
         if self.worker is not None:
             close_old_connections()
-            GradingWorker.objects.filter(pk=self.worker.pk).update(stopped_at=timezone.now())
+            try:
+                GradingWorker.objects.filter(pk=self.worker.pk).update(stopped_at=timezone.now())
+            except DatabaseError as error:  # the database is gone: the silence says it instead
+                log.warning("could not record the stop: %s", error)

@@ -5,14 +5,19 @@ from __future__ import annotations
 import datetime
 
 from django.conf import settings
+from django.db import DatabaseError
 from procrastinate import JobContext, RetryStrategy
 from procrastinate.contrib.django import app
 
 from . import grading
 
-# Infrastructure failures (Docker down, an image missing) are retried with growing waits;
-# the last attempt records infra_error, which is never scored and never counts as an attempt.
-GRADE_RETRY = RetryStrategy(max_attempts=6, exponential_wait=5, retry_exceptions={grading.InfraFailure})
+# Infrastructure failures (Docker down, an image missing, the database restarting under a
+# job) are retried with growing waits; the last attempt records infra_error, which is never
+# scored and never counts as an attempt. A retried job finds its submission still running
+# and grades it; only the run that writes the result counts.
+GRADE_RETRY = RetryStrategy(
+    max_attempts=6, exponential_wait=5, retry_exceptions={grading.InfraFailure, DatabaseError}
+)
 
 
 @app.task(name="grade_submission", pass_context=True, retry=GRADE_RETRY)

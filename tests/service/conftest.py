@@ -22,10 +22,15 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="session")
-def postgres() -> Iterator[str]:
+def postgres_folder() -> Path:
     # Not under pytest's tmp folder: that one is private to root, and the cluster runs as the
     # postgres user when the tests run as root.
-    folder = Path(tempfile.mkdtemp(prefix="grader-pg-"))
+    return Path(tempfile.mkdtemp(prefix="grader-pg-"))
+
+
+@pytest.fixture(scope="session")
+def postgres(postgres_folder: Path) -> Iterator[str]:
+    folder = postgres_folder
     try:
         yield devdb.start(folder)
     finally:

@@ -14,6 +14,7 @@ import sys
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 import requests
@@ -248,3 +249,34 @@ def test_a_worker_that_loses_its_docker_engine_gives_its_jobs_back_and_stops(cas
         outcomes = [run.outcome for run in submission.runs.order_by("started_at")]
         assert submission.state == State.GRADED and submission.score is not None, outcomes
         assert [o for o in outcomes if o != State.INFRA_ERROR] == [State.GRADED], outcomes  # scored once
+
+
+@pytest.mark.slow
+def test_postgresql_restarted_while_jobs_run_loses_nothing_and_grades_each_once(
+    cast: Cast, postgres_folder: Path
+) -> None:
+    """Workers reconnect; a job whose result could not be written is retried after its worker's
+    old registration goes silent; every submission ends graded exactly once."""
+    from service.submissions.intake import receive
+
+    body = (REPO / "reference" / "autograd_lab.py").read_bytes()
+    users = [cast.student, cast.student2]
+    received = [receive(cast.assignment, users[i % 2], Kind.SELF_CHECK, "autograd_lab.py", body) for i in range(6)]
+    ids = [s.pk for s in received if isinstance(s, Submission)]
+    assert len(ids) == 6
+    worker = _worker(concurrency=2, STALLED_WORKER_SECONDS="30")
+    try:
+        deadline = time.monotonic() + 180
+        while not Submission.objects.filter(pk__in=ids, state=State.RUNNING).exists():
+            assert time.monotonic() < deadline, "no job started"
+            time.sleep(0.2)
+        devdb.restart(postgres_folder)
+        connection.close()  # this process's connection died with the server
+        _wait_until_done(ids, seconds=600)
+        assert worker.poll() is None  # it came back with the database, it did not exit
+    finally:
+        _stop(worker)
+    for submission in Submission.objects.filter(pk__in=ids):
+        outcomes = [run.outcome for run in submission.runs.order_by("started_at")]
+        assert submission.state == State.GRADED and submission.score is not None, outcomes
+        assert outcomes.count(State.GRADED) == 1, outcomes  # one result written, whatever was cut off

@@ -197,3 +197,25 @@ def test_a_self_check_sent_during_a_class_regrade_is_graded_before_the_regrade(
     order = [pk for pk in graded if pk in mine]  # the queue's tables outlive other tests' rows
     assert order[:2] == [self_check.pk, counted.pk]
     assert sorted(order[2:]) == sorted(s.pk for s in earlier)  # each once
+
+
+def test_the_installed_grader_command_runs_the_service_commands_from_any_folder(cast: Cast, tmp_path: Any) -> None:
+    """A grading host runs `grader worker` from its service manager, not from the checkout."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from grader.errors import InfraError
+
+    grader = Path(sys.executable).parent / "grader"
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("PYTEST", "DJANGO_SETTINGS"))},
+        "DATABASE_URL": "postgresql://nobody@127.0.0.1:1/unused",
+        "SECRET_KEY": "test-secret-key-used-only-by-the-test-suite",
+    }
+    done = subprocess.run(
+        [str(grader), "worker", "--lanes", "bogus"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == InfraError.exit_code, done.stderr
+    assert "unknown lane(s) ['bogus']" in done.stderr + done.stdout

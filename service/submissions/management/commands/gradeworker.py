@@ -5,11 +5,16 @@ finishing the jobs in hand first."""
 
 from __future__ import annotations
 
+import logging
 import os
+import time
 from argparse import ArgumentParser
 from typing import Any
 
+import psycopg
 from django.conf import settings
+from django.db import DatabaseError, connection, connections
+from procrastinate.exceptions import ConnectorException
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
@@ -18,6 +23,30 @@ from ....fleet.registry import Identity, Registration
 from ...queue import LANES
 
 MAINTENANCE = "maintenance"
+
+
+class _LostDatabase(logging.Handler):
+    """procrastinate's worker stops itself, without raising, when its connection to the
+    database fails; that stop must not be taken for a SIGTERM."""
+
+    def __init__(self) -> None:
+        super().__init__(level=logging.ERROR)
+        self.said = ""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if getattr(record, "action", "") == "side_task_failed":
+            self.said = str(getattr(record, "exception", "") or record.getMessage()).strip() or "database error"
+
+
+def _wait_for_database(pause: float = 2.0) -> None:
+    """Until the database answers (SIGTERM meanwhile ends the process: no job is in hand)."""
+    while True:
+        connections.close_all()
+        try:
+            connection.ensure_connection()
+            return
+        except DatabaseError:
+            time.sleep(pause)
 
 
 def default_concurrency() -> int:
@@ -44,8 +73,27 @@ class Command(BaseCommand):
         recipe = current_recipe()
         # A lane's queue carries the recipe: this worker takes only jobs its own sandbox may grade.
         listened = [name if name == MAINTENANCE else queue_for(name, recipe) for name in queues]
-        with Registration(Identity(recipe, image, image_id, queues, concurrency)):
-            call_command("procrastinate", "worker", "--queues", ",".join(listened), "--concurrency", str(concurrency))
+        identity = Identity(recipe, image, image_id, queues, concurrency)
+        while True:
+            lost = _LostDatabase()
+            procrastinate_log = logging.getLogger("procrastinate")
+            procrastinate_log.addHandler(lost)
+            try:
+                with Registration(identity):
+                    call_command(
+                        "procrastinate", "worker", "--queues", ",".join(listened), "--concurrency", str(concurrency)
+                    )
+            except (ConnectorException, DatabaseError, psycopg.Error) as error:
+                lost.said = str(error).strip()
+            finally:
+                procrastinate_log.removeHandler(lost)
+            if not lost.said:
+                return  # stopped by SIGTERM or Ctrl-C, the jobs in hand finished
+            # The database restarted or the network dropped: the jobs in hand are retried (this
+            # worker's old registration stops heartbeating), and it comes back with the database.
+            self.stderr.write(f"Lost the database ({lost.said}); waiting for it to come back.")
+            _wait_for_database()
+
 
     def _image(self) -> tuple[str, str]:
         if settings.GRADER_SANDBOX != "docker":
