@@ -280,3 +280,95 @@ def test_postgresql_restarted_while_jobs_run_loses_nothing_and_grades_each_once(
         outcomes = [run.outcome for run in submission.runs.order_by("started_at")]
         assert submission.state == State.GRADED and submission.score is not None, outcomes
         assert outcomes.count(State.GRADED) == 1, outcomes  # one result written, whatever was cut off
+
+
+def _start_web(port: int) -> subprocess.Popen[bytes]:
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "gunicorn",
+            "service.wsgi",
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--workers",
+            "2",
+            "--threads",
+            "8",
+        ],
+        env=_env(SITE_ROOT=f"http://127.0.0.1:{port}"),
+        cwd=REPO,
+        start_new_session=True,  # the master and its workers die together
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            if requests.get(f"http://127.0.0.1:{port}/status/", timeout=5).status_code == 200:
+                return process
+        except requests.ConnectionError:
+            time.sleep(0.1)
+    os.killpg(process.pid, signal.SIGKILL)
+    raise AssertionError("the web process did not start")
+
+
+@pytest.mark.slow
+def test_the_web_process_killed_mid_rush_loses_no_receipted_upload(cast: Cast) -> None:
+    """Students whose upload fails while the web process is down send it again; every upload
+    that got a receipt is graded (or superseded by the same student's later one), and no job
+    runs twice."""
+    students = 20
+    tokens = {}
+    for number in range(students):
+        user = User.objects.create_user(f"w{number:03d}", f"w{number:03d}@example.edu")
+        Enrolment.objects.create(course=cast.course, user=user, role=Role.STUDENT)
+        tokens[user.username] = ApiToken.issue(user)
+    body = (REPO / "reference" / "autograd_lab.py").read_bytes()
+    port = devdb.free_port()
+    web = _start_web(port)
+    restarted = False
+
+    def send(name: str) -> int:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                response = requests.post(
+                    f"http://127.0.0.1:{port}/api/v1/assignments/a8/submissions",
+                    headers={"Authorization": f"Token {tokens[name]}"},
+                    data={"kind": "submit"},
+                    files={"file": ("autograd_lab.py", body)},
+                    timeout=30,
+                )
+                if response.status_code == 201:
+                    return int(response.json()["id"])
+            except requests.RequestException:
+                pass  # the web process is down: try again, as a student would
+            assert time.monotonic() < deadline, f"{name} never got a receipt"
+            time.sleep(0.3)
+
+    worker = _worker()
+    try:
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            futures = [pool.submit(send, name) for name in sorted(tokens)]
+            while Submission.objects.filter(user__username__startswith="w").count() < students // 4:
+                time.sleep(0.05)
+            os.killpg(web.pid, signal.SIGKILL)  # mid-rush, requests in flight
+            web.wait(timeout=30)
+            web = _start_web(port)
+            restarted = True
+            receipts = [future.result() for future in futures]
+        _wait_until_done(receipts, seconds=600)
+    finally:
+        _stop(worker)
+        if web.poll() is None:
+            os.killpg(web.pid, signal.SIGTERM)
+            web.wait(timeout=30)
+    assert restarted and len(set(receipts)) == students
+    for submission in Submission.objects.filter(pk__in=receipts):
+        assert submission.state in (State.GRADED, State.SUPERSEDED), (submission.pk, submission.state)
+    every = Submission.objects.filter(user__username__startswith="w")  # receipted or cut off in flight
+    for submission in every:
+        outcomes = [run.outcome for run in submission.runs.all()]
+        assert len([o for o in outcomes if o != State.INFRA_ERROR]) <= 1, (submission.pk, outcomes)
+    for name in tokens:
+        mine = every.filter(user__username=name)
+        assert mine.filter(state=State.GRADED).exists(), (name, list(mine.values_list("state", flat=True)))
