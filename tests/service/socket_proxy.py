@@ -52,6 +52,7 @@ class EngineRelay:
                     end.shutdown(socket.SHUT_RDWR)
                 except OSError:
                     pass
+            source.close()  # each pump closes the end it reads: every socket once
 
     def cut(self) -> None:
         """From now on the engine does not answer on this path: connections drop, new ones fail."""

@@ -372,3 +372,58 @@ def test_the_web_process_killed_mid_rush_loses_no_receipted_upload(cast: Cast) -
     for name in tokens:
         mine = every.filter(user__username=name)
         assert mine.filter(state=State.GRADED).exists(), (name, list(mine.values_list("state", flat=True)))
+
+
+@pytest.mark.slow
+def test_two_grading_hosts_in_their_own_network_namespaces_share_the_queue(
+    cast: Cast, request: pytest.FixtureRequest
+) -> None:
+    from netns_hosts import HostNetwork
+
+    from service.fleet.models import GradingWorker
+
+    db = connection.settings_dict
+    network = HostNetwork(int(db["PORT"]))
+    workers: list[subprocess.Popen[bytes]] = []
+    try:
+        hosts = network.make(2)
+        reporter = request.config.pluginmanager.get_plugin("terminalreporter")
+        if network.fallback and reporter is not None:
+            reporter.write_line(f"grading hosts simulated as plain processes on loopback: {network.fallback}")
+        for host in hosts:
+            if host.namespace:  # the host reaches the database through its veth pair only
+                probe = f"import socket; socket.create_connection(('127.0.0.1', {db['PORT']}), timeout=3)"
+                cut_off = subprocess.run(host.command([sys.executable, "-c", probe]), capture_output=True, timeout=60)
+                assert cut_off.returncode != 0, "a namespaced host reached the database on loopback"
+            env = _env()
+            env["DATABASE_URL"] = f"postgresql://{db['USER']}@{host.database_host}:{host.database_port}/{db['NAME']}"
+            command = host.command([sys.executable, "-m", "grader", "worker", "--concurrency", "1"])
+            workers.append(subprocess.Popen(command, env=env, cwd=REPO, start_new_session=True))
+        deadline = time.monotonic() + 180
+        while GradingWorker.alive_now().count() < 2:
+            assert all(w.poll() is None for w in workers), "a worker exited"
+            assert time.monotonic() < deadline, "the workers did not register"
+            time.sleep(0.2)
+        from service.submissions.intake import receive
+
+        body = (REPO / "reference" / "autograd_lab.py").read_bytes()
+        ids = []
+        for number in range(10):
+            user = User.objects.create_user(f"h{number:03d}", f"h{number:03d}@example.edu")
+            Enrolment.objects.create(course=cast.course, user=user, role=Role.STUDENT)
+            received = receive(cast.assignment, user, Kind.SUBMIT, "autograd_lab.py", body)
+            assert isinstance(received, Submission)
+            ids.append(received.pk)
+        _wait_until_done(ids, seconds=600)
+    finally:
+        for worker in workers:
+            _stop(worker)
+        network.close()
+    runs = GradingRun.objects.filter(submission_id__in=ids)
+    for submission in Submission.objects.filter(pk__in=ids):
+        assert submission.state == State.GRADED
+        assert [r.outcome for r in submission.runs.all()] == [State.GRADED]  # graded once, by one host
+    hosts_used = {run.worker.split(":")[0] for run in runs}
+    if not network.fallback:
+        assert hosts_used == {"grader-a", "grader-b"}, hosts_used  # both hosts took jobs
+        assert set(GradingWorker.objects.values_list("host", flat=True)) >= {"grader-a", "grader-b"}
