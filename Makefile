@@ -52,9 +52,9 @@ lint: $(VENV)/.installed
 	DEBUG=True DATABASE_URL=postgresql://unused@127.0.0.1:1/x $(PY) -m service.manage makemigrations --check --dry-run
 	$(PY) -m ruff check grader sandbox tests bench service
 
-# `make test` is everything but the suites marked slow (minutes each: a rush of 50 students,
-# an 80-student class, every operator on every engine of the corpus); `make test-slow` runs
-# those, and CI runs both.
+# `make test` is everything but the suites marked slow (minutes each: the hostile class graded
+# in Docker, a rush of 50 students, the service's fault tests, an 80-student class, every
+# operator on every engine of the corpus); `make test-slow` runs those, and CI runs both.
 TEST_ENV := REQUIRE_DOCKER=1 REQUIRE_BROWSER=1 CHROMIUM=$(CHROMIUM)
 
 test: image lint browser postgres

@@ -324,11 +324,13 @@ def test_the_leak_search_is_not_vacuous(hidden: HiddenInputs) -> None:
 # --- one Docker batch ----------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # the whole hostile class graded in Docker (minutes)
 def test_the_canary_graded_alongside_scores_full_marks(graded: dict[str, SubmissionResult]) -> None:
     canary = graded[CANARY]
     assert (canary.score, canary.status.value) == (100.0, "graded"), [c.check_id for c in canary.checks if not c.passed]
 
 
+@pytest.mark.slow  # the whole hostile class graded in Docker (minutes)
 @pytest.mark.parametrize("name", CASES)
 def test_hostile_submission(name: str, graded: dict[str, SubmissionResult]) -> None:
     expected = EXPECTED[name]
@@ -341,6 +343,7 @@ def test_hostile_submission(name: str, graded: dict[str, SubmissionResult]) -> N
     assert expected["message"] in text, f"missing {expected['message']!r} in:\n{text[:3000]}"
 
 
+@pytest.mark.slow  # the whole hostile class graded in Docker (minutes)
 @pytest.mark.parametrize("name", params("twin", CASES))
 def test_no_better_than_its_honest_twin(name: str, graded: dict[str, SubmissionResult]) -> None:
     result, twin = graded[name], graded[twin_student(TWIN_OF[name])]
@@ -352,6 +355,7 @@ def test_no_better_than_its_honest_twin(name: str, graded: dict[str, SubmissionR
     )
 
 
+@pytest.mark.slow  # the whole hostile class graded in Docker (minutes)
 @pytest.mark.parametrize("student", params("infra", STUDENTS))
 def test_no_submission_ends_as_infra_error(student: str, graded: dict[str, SubmissionResult]) -> None:
     result = graded[student]
@@ -359,6 +363,7 @@ def test_no_submission_ends_as_infra_error(student: str, graded: dict[str, Submi
     assert result.scored
 
 
+@pytest.mark.slow  # the whole hostile class graded in Docker (minutes)
 def test_the_nonces_of_the_run_are_known(batch: Batch) -> None:
     assert set(batch.results) == set(STUDENTS)
     # Every submission that ran (it scored, or hit a limit) kept its sandbox evidence, nonce included.
@@ -369,6 +374,7 @@ def test_the_nonces_of_the_run_are_known(batch: Batch) -> None:
     assert all(NONCE_HEX.match(n) for n in batch.nonces), batch.nonces[:3]
 
 
+@pytest.mark.slow  # the whole hostile class graded in Docker (minutes)
 @pytest.mark.parametrize("student", params("leak", STUDENTS))
 def test_feedback_holds_no_nonce_and_no_hidden_input(student: str, batch: Batch, hidden: HiddenInputs) -> None:
     files = leak_files(batch.out, student)
@@ -377,6 +383,7 @@ def test_feedback_holds_no_nonce_and_no_hidden_input(student: str, batch: Batch,
     assert not any(found.values()), {k: v[:5] for k, v in found.items() if v}
 
 
+@pytest.mark.slow  # the whole hostile class graded in Docker (minutes)
 @pytest.mark.parametrize("name", params("class-leak", CLASS_FILES))
 def test_class_files_hold_no_nonce_and_no_hidden_input(name: str, batch: Batch, hidden: HiddenInputs) -> None:
     path = batch.out / name
@@ -385,6 +392,7 @@ def test_class_files_hold_no_nonce_and_no_hidden_input(name: str, batch: Batch, 
     assert not found, found[:5]
 
 
+@pytest.mark.slow  # the whole hostile class graded in Docker (minutes)
 @pytest.mark.parametrize("student", params("links", STUDENTS))
 def test_markdown_feedback_makes_no_link(student: str, batch: Batch) -> None:
     """Rendered as GitHub-flavoured Markdown with autolinks on, feedback.md holds no link at all:
@@ -397,6 +405,7 @@ def test_markdown_feedback_makes_no_link(student: str, batch: Batch) -> None:
     assert "<a " not in html, html[html.find("<a ") - 200 : html.find("<a ") + 200]
 
 
+@pytest.mark.slow  # the whole hostile class graded in Docker (minutes)
 def test_the_leak_check_catches_a_planted_value(batch: Batch, hidden: HiddenInputs, tmp_path: Path) -> None:
     """A hidden value or a nonce written into a copy of a real feedback file is found, in every form."""
     original = batch.out / STUDENTS_DIR / CANARY
@@ -425,6 +434,7 @@ def test_the_leak_check_catches_a_planted_value(batch: Batch, hidden: HiddenInpu
     assert leaks(longer, batch.nonces, hidden) == []
 
 
+@pytest.mark.slow  # the whole hostile class graded in Docker (minutes)
 def test_nothing_is_left_on_the_host(graded: dict[str, SubmissionResult]) -> None:
     client = docker.from_env()
     mine = f"{OWNER_LABEL}={owner_id()}"  # other graders may share the engine
