@@ -56,11 +56,12 @@ class Rush:
 class Stack:
     """The private database, the web process and the environment the CLI and workers use."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, cluster: Path) -> None:
         self.folder = folder
+        self.cluster = cluster  # its own folder: the cluster's owner (postgres) must reach it
         self.env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
         self.env.update(
-            DATABASE_URL=devdb.start(folder / "pg"),
+            DATABASE_URL=devdb.start(cluster),
             SECRET_KEY="bench-secret-key-not-for-production",
             DJANGO_SETTINGS_MODULE="service.settings",
             QUEUE_LIMIT="100000",
@@ -112,7 +113,7 @@ class Stack:
         if self.web is not None:
             self.web.terminate()
             self.web.wait(timeout=60)
-        devdb.stop(self.folder / "pg", mode="immediate")
+        devdb.stop(self.cluster, mode="immediate")
 
     def worker(self) -> subprocess.Popen[bytes]:
         return subprocess.Popen(
@@ -146,7 +147,13 @@ def rush(stack: Stack, tokens: dict[str, str], window: float, workers: int) -> R
     names = sorted(tokens)
     files = {name: SAMPLES[i % len(SAMPLES)].read_bytes() for i, name in enumerate(names)}
     spacing = window / len(names)
+    live = "SELECT count(*) FROM fleet_gradingworker WHERE stopped_at IS NULL"
+    before = int(stack.sql(live)[0][0])
     processes = [stack.worker() for _ in range(workers)]
+    while int(stack.sql(live)[0][0]) < before + workers:  # registered: ready to take jobs
+        if any(process.poll() is not None for process in processes):
+            raise SystemExit("a worker exited before taking jobs")
+        time.sleep(0.2)
     started = time.perf_counter()
 
     def send(index: int) -> tuple[int, float]:
@@ -219,7 +226,8 @@ def main() -> int:
 
     image = ensure_image()
     folder = Path(tempfile.mkdtemp(prefix="bench-rush-"))
-    stack = Stack(folder)
+    cluster = Path(tempfile.mkdtemp(prefix="bench-rush-pg-"))
+    stack = Stack(folder, cluster)
     try:
         stack.start()
         tokens = enrol(stack, args.students)
@@ -229,6 +237,7 @@ def main() -> int:
     finally:
         stack.stop()
         shutil.rmtree(folder, ignore_errors=True)
+        shutil.rmtree(cluster, ignore_errors=True)
     when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     lines = [
         "## Deadline rush through the service (`bench/bench_rush.py`)",
