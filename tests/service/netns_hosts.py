@@ -14,6 +14,8 @@ import subprocess
 import threading
 from dataclasses import dataclass
 
+from socket_proxy import pump
+
 
 def _ip(*args: str) -> None:
     subprocess.run(["ip", *args], check=True, capture_output=True, text=True, timeout=30)
@@ -36,22 +38,7 @@ class TcpRelay:
                 return
             server = socket.create_connection(("127.0.0.1", self.target_port))
             for source, sink in ((client, server), (server, client)):
-                threading.Thread(target=self._pump, args=(source, sink), daemon=True).start()
-
-    @staticmethod
-    def _pump(source: socket.socket, sink: socket.socket) -> None:
-        try:
-            while chunk := source.recv(65536):
-                sink.sendall(chunk)
-        except OSError:
-            pass
-        finally:
-            for end in (source, sink):
-                try:
-                    end.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
-            source.close()  # each pump closes the end it reads: every socket once
+                threading.Thread(target=pump, args=(source, sink), daemon=True).start()
 
     def close(self) -> None:
         self._listener.close()

@@ -9,6 +9,22 @@ import threading
 from pathlib import Path
 
 
+def pump(source: socket.socket, sink: socket.socket) -> None:
+    """Copy one direction of a relayed connection; each pump closes the end it reads."""
+    try:
+        while chunk := source.recv(65536):
+            sink.sendall(chunk)
+    except OSError:
+        pass
+    finally:
+        for end in (source, sink):
+            try:
+                end.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        source.close()
+
+
 class EngineRelay:
     def __init__(self, target: str = "/var/run/docker.sock") -> None:
         self.target = target
@@ -36,23 +52,8 @@ class EngineRelay:
             engine.connect(self.target)
             with self._lock:
                 self._open += [client, engine]
-            threading.Thread(target=self._pump, args=(client, engine), daemon=True).start()
-            threading.Thread(target=self._pump, args=(engine, client), daemon=True).start()
-
-    @staticmethod
-    def _pump(source: socket.socket, sink: socket.socket) -> None:
-        try:
-            while chunk := source.recv(65536):
-                sink.sendall(chunk)
-        except OSError:
-            pass
-        finally:
-            for end in (source, sink):
-                try:
-                    end.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
-            source.close()  # each pump closes the end it reads: every socket once
+            threading.Thread(target=pump, args=(client, engine), daemon=True).start()
+            threading.Thread(target=pump, args=(engine, client), daemon=True).start()
 
     def cut(self) -> None:
         """From now on the engine does not answer on this path: connections drop, new ones fail."""

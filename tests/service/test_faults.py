@@ -69,33 +69,9 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
 @pytest.fixture
 def web() -> Iterator[str]:
     port = devdb.free_port()
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "gunicorn",
-            "service.wsgi",
-            "--bind",
-            f"127.0.0.1:{port}",
-            "--workers",
-            "2",
-            "--threads",
-            "8",
-        ],  # fmt: skip
-        env=_env(SITE_ROOT=f"http://127.0.0.1:{port}"),
-        cwd=REPO,
-    )
-    base = f"http://127.0.0.1:{port}"
-    for _ in range(600):
-        try:
-            if requests.get(f"{base}/status/", timeout=5).status_code == 200:
-                break
-        except requests.ConnectionError:
-            time.sleep(0.1)
-    else:
-        raise AssertionError("the web process did not start")
+    process = _start_web(port)
     try:
-        yield base
+        yield f"http://127.0.0.1:{port}"
     finally:
         _stop(process)
 
