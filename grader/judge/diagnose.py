@@ -124,7 +124,9 @@ def _observe_mutants(rubric: Rubric, plan: Plan, reference: Path) -> tuple[Mutan
             runs.append(MutantRun(op.id, op.family, str(error) or type(error).__name__, None, {}, (), False))
             continue
         module = _compile_mutant(mutated, op.id, reference)
-        report = observe(getattr(module, rubric.class_name), graded)
+        engine = getattr(module, rubric.class_name)
+        # Sets of nodes iterate as in the sandbox only if the class hashes as it does there.
+        report = observe(engine, graded, numbered=engine.__hash__ is object.__hash__)
         checks = judge(rubric, graded, expected, report)
         runs.append(
             MutantRun(

@@ -17,7 +17,7 @@ from pathlib import Path
 from types import ModuleType
 
 from sandbox.harness import programs as executors
-from sandbox.harness import wire
+from sandbox.harness import stable_hash, wire
 
 from ..errors import GraderError
 from ..plan import Plan
@@ -60,11 +60,17 @@ def _typed(raw: object) -> Observations:
     return typed
 
 
-def observe(engine: type, plan: Plan) -> SandboxReport:
+def observe(engine: type, plan: Plan, *, numbered: bool = False) -> SandboxReport:
     """The plan's api and program probes run against a trusted ``engine`` in-process, read by
-    the sandbox's own executors, as a sandbox report (errors recorded, not raised)."""
+    the sandbox's own executors, as a sandbox report (errors recorded, not raised).
+
+    ``numbered``: the engine (a class of its own, the default hash) hashes as the sandbox
+    makes student classes hash, numbered afresh per probe, so a mutant whose wrong numbers
+    depend on set order shows here the numbers a submission with that bug shows there."""
     probes: dict[str, ProbeRecords] = {}
     for probe in plan.probes:
+        if numbered:
+            stable_hash.number_hashes(engine, stable_hash.Numbering())
         final: dict[int, Observations] = {}
         errors: dict[int, ProgramError] = {}
         if probe.kind == wire.API:

@@ -17,24 +17,52 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-_numbers = itertools.count(1)
-_assigned: dict[int, tuple[int, Any]] = {}  # id -> (number, the object or a weak reference to it)
 _DEFAULT = object.__hash__
 
 
+class Numbering:
+    """Hash numbers in first-use order; one per process in the sandbox (a child runs one probe),
+    one per probe on the host, so that both sides iterate a mutant's sets alike."""
+
+    def __init__(self) -> None:
+        self._numbers = itertools.count(1)
+        self._assigned: dict[int, tuple[int, Any]] = {}  # id -> (number, the object or a weak ref)
+
+    def __call__(self, obj: object) -> int:
+        key = id(obj)
+        entry = self._assigned.get(key)
+        if entry is None:
+            number = next(self._numbers)
+            assigned = self._assigned
+
+            def forget(_ref: object, _key: int = key) -> None:
+                assigned.pop(_key, None)
+
+            try:
+                # The entry goes when the object does, so a later object at the same address is new.
+                holder: Any = weakref.ref(obj, forget)
+            except TypeError:
+                holder = obj  # no weak references (__slots__): kept alive, so its id is never reused
+            entry = (number, holder)
+            self._assigned[key] = entry
+        return entry[0]
+
+
+_numbering = Numbering()
+
+
 def _stable_hash(self: object) -> int:
-    key = id(self)
-    entry = _assigned.get(key)
-    if entry is None:
-        number = next(_numbers)
-        try:
-            # The entry goes when the object does, so a later object at the same address is new.
-            holder: Any = weakref.ref(self, lambda _ref, _key=key: _assigned.pop(_key, None))
-        except TypeError:
-            holder = self  # no weak references (__slots__): kept alive, so its id is never reused
-        entry = (number, holder)
-        _assigned[key] = entry
-    return entry[0]
+    return _numbering(self)
+
+
+def number_hashes(cls: type, numbering: Numbering) -> None:
+    """Hash ``cls``'s instances from ``numbering`` (the host's mutants of the reference: each
+    probe starts a numbering of its own, as each probe's child does in the sandbox)."""
+
+    def __hash__(self: object) -> int:
+        return numbering(self)
+
+    cls.__hash__ = __hash__  # type: ignore[method-assign,assignment]
 
 
 def install(modules: frozenset[str]) -> None:
@@ -47,9 +75,9 @@ def install(modules: frozenset[str]) -> None:
         student = isinstance(cls, type) and type.__dict__["__module__"].__get__(cls) in modules
         if student and getattr(cls, "__hash__", None) is _DEFAULT:
             try:
-                cls.__hash__ = _stable_hash  # type: ignore[method-assign]
+                cls.__hash__ = _stable_hash
             except (AttributeError, TypeError):
                 pass  # a metaclass that refuses: this class keeps the default
         return cls
 
-    builtins.__build_class__ = build_class
+    builtins.__build_class__ = build_class  # type: ignore[assignment]  # same call, looser stub

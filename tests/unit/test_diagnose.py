@@ -6,7 +6,11 @@ the same executors the sandbox uses, judged, and diagnosed.
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import textwrap
 import types
+from pathlib import Path
 
 import pytest
 
@@ -19,6 +23,7 @@ from grader.results import Diagnosis
 from grader.rubric import Rubric, load_rubric
 
 SOURCE = REFERENCE.read_text(encoding="utf-8")
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -111,3 +116,32 @@ def test_kill_matrix_predicts_sections_and_has_no_blind_spot(rubric: Rubric, pla
     assert matrix.sections == tuple(s.tag for s in rubric.sections)
     text = matrix.render()
     assert text.splitlines()[0].split() == list(matrix.sections)
+
+
+FINGERPRINTS = textwrap.dedent(
+    """
+    import hashlib, sys
+    junk = [bytearray(int(sys.argv[1]) * 16 + n) for n in range(300)]  # shift later addresses
+    from grader.judge.diagnose import reference_mutants
+    from grader.plan import build_plan
+    from grader.rubric import load_rubric
+    rubric = load_rubric()
+    for run in reference_mutants(rubric, build_plan(rubric, seed=rubric.seed, visible_only=False)):
+        if run.operator in ("acc_add", "acc_mul", "topo_no_visited"):
+            print(run.operator, hashlib.sha256(repr(sorted(run.fingerprint.items())).encode()).hexdigest())
+    """
+)
+
+
+def test_order_dependent_fingerprints_do_not_depend_on_memory_addresses() -> None:
+    # With = for +=, or no visited set, which numbers come out wrong follows the order a set of
+    # nodes iterates in; the host numbers hashes as the sandbox does, so the fingerprint a
+    # submission is matched against is the same in every grading (before: 5 layouts, 5 prints).
+    runs = {
+        subprocess.run(
+            [sys.executable, "-c", FINGERPRINTS, str(shift)], cwd=REPO, capture_output=True, text=True, check=True
+        ).stdout
+        for shift in (0, 1, 7, 33)
+    }
+    assert len(runs) == 1, runs
+    assert len(runs.pop().split()) == 6
