@@ -316,9 +316,13 @@ def service_token(usernames: tuple[str, ...]) -> None:
 def service_demo() -> None:
     """Load the demo course (assignment a8) and print its users' new passwords."""
     _django()
-    from service.courses.roster import load_demo
+    from service.courses.roster import RosterError, load_demo
 
-    for username, password in load_demo():
+    try:
+        logins = load_demo()
+    except RosterError as error:
+        _fail(GraderError(f"the demo course was not loaded: {error}"))
+    for username, password in logins:
         echo(f"  {username:12s} password {password}")
 
 

@@ -2,7 +2,9 @@
 
 No system service is assumed. ``pg_ctl`` refuses to run as root, so when we are root the
 cluster belongs to the ``postgres`` user and its commands run through ``runuser``. It
-listens on 127.0.0.1 only, on a port chosen free, with a Unix socket in its own folder.
+listens on 127.0.0.1 only, on a port chosen free, with a Unix socket in its own folder, and
+asks for a password drawn when the cluster is made (kept in ``FOLDER/password``, mode 0600):
+another local user of the machine cannot become its superuser.
 
     python -m service.devdb start [FOLDER]   # prints the DATABASE_URL
     python -m service.devdb stop [FOLDER]
@@ -13,6 +15,7 @@ from __future__ import annotations
 import glob
 import os
 import pwd
+import secrets
 import shutil
 import socket
 import subprocess
@@ -52,15 +55,61 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def _run(command: list[str], what: str) -> None:
-    done = subprocess.run(_as_owner(command), capture_output=True, text=True, check=False)
+def _password(folder: Path) -> str:
+    """The superuser's password ("" for a cluster made before clusters had one: trust)."""
+    path = folder / "password"
+    return path.read_text().strip() if path.is_file() else ""
+
+
+def _env(folder: Path | None) -> dict[str, str]:
+    env = dict(os.environ)
+    if folder is not None and _password(folder):
+        env["PGPASSWORD"] = _password(folder)
+    return env
+
+
+def _run(command: list[str], what: str, folder: Path | None = None) -> None:
+    done = subprocess.run(_as_owner(command), capture_output=True, text=True, check=False, env=_env(folder))
     if done.returncode != 0:
         raise ClusterError(f"{what} failed: {(done.stderr or done.stdout).strip()[-800:]}")
 
 
 def url(folder: Path = DEFAULT_FOLDER) -> str:
     port = (folder / "port").read_text().strip()
-    return f"postgresql://postgres@127.0.0.1:{port}/{DATABASE}"
+    password = _password(folder)  # token_urlsafe: nothing in it needs quoting in a URL
+    login = f"postgres:{password}" if password else "postgres"
+    return f"postgresql://{login}@127.0.0.1:{port}/{DATABASE}"
+
+
+def _initdb(folder: Path, data: Path) -> None:
+    password = secrets.token_urlsafe(24)
+    keep = folder / "password"
+    keep.write_text(password + "\n")
+    keep.chmod(0o600)
+    given = folder / "initdb-password"  # read by initdb as the cluster's owner, then removed
+    given.write_text(password + "\n")
+    given.chmod(0o600)
+    if os.geteuid() == 0:
+        owner = pwd.getpwnam("postgres")
+        os.chown(given, owner.pw_uid, owner.pw_gid)
+    try:
+        _run(
+            [
+                _bin("initdb"),
+                "-D",
+                str(data),
+                "--auth=scram-sha-256",
+                "--pwfile",
+                str(given),
+                "-U",
+                "postgres",
+                "-E",
+                "UTF8",
+            ],
+            "initdb",
+        )
+    finally:
+        given.unlink(missing_ok=True)
 
 
 def running(folder: Path) -> bool:
@@ -84,12 +133,16 @@ def start(folder: Path = DEFAULT_FOLDER) -> str:
         owner = pwd.getpwnam("postgres")
         os.chown(folder, owner.pw_uid, owner.pw_gid)
     if not (data / "PG_VERSION").is_file():
-        _run([_bin("initdb"), "-D", str(data), "--auth=trust", "-U", "postgres", "-E", "UTF8"], "initdb")
+        _initdb(folder, data)
     if not running(folder):
         (folder / "port").write_text(str(free_port()))
         port = (folder / "port").read_text().strip()
         options = f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c max_connections=200"
-        _run([_bin("pg_ctl"), "-D", str(data), "-w", "-l", str(folder / "log"), "-o", options, "start"], "pg_ctl start")
+        _run(
+            [_bin("pg_ctl"), "-D", str(data), "-w", "-l", str(folder / "log"), "-o", options, "start"],
+            "pg_ctl start",
+            folder,
+        )
     port = (folder / "port").read_text().strip()
     for _ in range(50):
         done = subprocess.run(
@@ -107,10 +160,11 @@ def start(folder: Path = DEFAULT_FOLDER) -> str:
             capture_output=True,
             text=True,
             check=False,
+            env=_env(folder),
         )
         if done.returncode == 0:
             if done.stdout.strip() != "1":
-                _run([_bin("createdb"), "-h", "127.0.0.1", "-p", port, "-U", "postgres", DATABASE], "createdb")
+                _run([_bin("createdb"), "-h", "127.0.0.1", "-p", port, "-U", "postgres", DATABASE], "createdb", folder)
             return url(folder)
         time.sleep(0.1)
     raise ClusterError(f"PostgreSQL did not answer on port {port}: see {folder / 'log'}")

@@ -78,6 +78,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "lti_tool.middleware.LtiLaunchMiddleware",
+    "service.api.errors.ApiErrorMiddleware",  # innermost: sees every API error, Django's 404 and 405 too
 ]
 
 ROOT_URLCONF = "service.urls"
@@ -137,6 +138,11 @@ X_FRAME_OPTIONS = "DENY"
 SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = not DEBUG and SITE_ROOT.startswith("https://")
 SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", False)
+# Behind the TLS proxy of the deployment guide the web process hears plain HTTP; the proxy's
+# X-Forwarded-Proto says what the browser used (the proxy must set it, overwriting any a
+# client sent), so is_secure() is right, redirects do not loop and LTI's cookies are secure.
+if SITE_ROOT.startswith("https://") and env_bool("BEHIND_TLS_PROXY", True):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0)
 CONTENT_SECURITY_POLICY = {
     "DIRECTIVES": {

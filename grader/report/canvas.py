@@ -19,18 +19,21 @@ from grader.results import SubmissionResult
 HEADER = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
 
 
-def canvas_csv(rows: Sequence[tuple[str, str, SubmissionResult]], assignment: str) -> str:
-    """``rows``: (display name, Canvas user id, result). Infra errors are left blank, not zero."""
+CanvasRow = tuple[str, str, SubmissionResult] | tuple[str, str, SubmissionResult, str]
+
+
+def canvas_csv(rows: Sequence[CanvasRow], assignment: str) -> str:
+    """``rows``: (display name, Canvas user id, result[, SIS login id]). Canvas matches a row by
+    its user id, else by the SIS login id. Infra errors are left blank, not zero."""
     buffer = io.StringIO(newline="")
     writer = csv.writer(buffer, lineterminator="\r\n")
     writer.writerow([*HEADER, assignment])
-    for name, user_id, result in rows:
+    for name, user_id, result, *login in rows:
         score = format_number(result.score) if result.scored else ""
-        writer.writerow([text_cell(name), text_cell(user_id), "", "", "", score])
+        sis_login = str(login[0]) if login else ""
+        writer.writerow([text_cell(name), text_cell(user_id), "", text_cell(sis_login), "", score])
     return buffer.getvalue()
 
 
-def write_canvas_csv(
-    rows: Sequence[tuple[str, str, SubmissionResult]], path: str | os.PathLike[str], assignment: str
-) -> None:
+def write_canvas_csv(rows: Sequence[CanvasRow], path: str | os.PathLike[str], assignment: str) -> None:
     write_text_atomic(path, canvas_csv(rows, assignment))

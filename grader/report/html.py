@@ -253,7 +253,6 @@ def render_feedback_html(result: SubmissionResult) -> str:
         "infra_banner": INFRA_BANNER,
         "rubric_name": result.rubric_name,
         "rubric_sha": short_sha(result.rubric_sha),
-        "seed": result.seed,
         "runner": result.runner,
         "image": result.image,
         "execution_time": f"{result.execution_time:.1f}",

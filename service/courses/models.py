@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import secrets
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -38,6 +39,8 @@ class Enrolment(models.Model):
     course = models.ForeignKey(Course, on_delete=models.CASCADE, related_name="enrolments")
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="enrolments")
     role = models.CharField(max_length=12, choices=Role.choices, default=Role.STUDENT)
+    # The LMS's number for this person (Canvas's user id, from an LTI launch): grade exports match by it.
+    lms_user_id = models.CharField(max_length=20, blank=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["course", "user"], name="one_enrolment_per_course")]
@@ -54,8 +57,8 @@ class Counted(models.TextChoices):
 class HiddenDetails(models.TextChoices):
     """When a counted submission's hidden checks show their results (Gradescope's names)."""
 
-    AFTER_DUE_DATE = "after_due_date"
-    VISIBLE = "visible"
+    AFTER_DUE_DATE = "after_due_date", "After the deadline (the hard close, else the end of grace)"
+    VISIBLE = "visible", "With each submission"
 
 
 def _rubric_in_folder(value: str) -> None:
@@ -71,6 +74,12 @@ def _rubric(path: str, mtime_ns: int, size: int) -> Rubric:
     return load_rubric(path)
 
 
+def draw_seed() -> int:
+    """An assignment's own seed: the shipped rubric's is public, so a course's hidden inputs must
+    not be derivable from it."""
+    return secrets.randbelow(2**31)
+
+
 class Assignment(models.Model):
     course = models.ForeignKey(Course, on_delete=models.CASCADE, related_name="assignments")
     slug = models.CharField(max_length=40, unique=True, validators=[slug_shape])
@@ -83,6 +92,13 @@ class Assignment(models.Model):
     counted = models.CharField(max_length=8, choices=Counted.choices, default=Counted.LATEST)
     hidden_details = models.CharField(
         max_length=16, choices=HiddenDetails.choices, default=HiddenDetails.AFTER_DUE_DATE
+    )
+    # Every grading of this assignment draws its hidden inputs from this seed, so the same file
+    # always gets the same score; it is shown to staff only. Changing it calls for a regrade.
+    seed = models.BigIntegerField(
+        default=draw_seed,
+        help_text="hidden inputs are drawn from this seed (drawn at random when the assignment is made; "
+        "never shown to students); after a change, regrade everyone",
     )
 
     def __str__(self) -> str:
@@ -108,12 +124,25 @@ class Assignment(models.Model):
         days = -(-late // timedelta(days=1))  # every started day counts
         return min(100.0, days * self.late_penalty_per_day)
 
-    def closed_for(self, user_id: int, now: datetime) -> bool:
+    def close_for(self, user_id: int) -> datetime | None:
+        """After this no counted submission of the student's is taken (None: never closes)."""
         if self.hard_close_at is None:
-            return False
+            return None
         extension = self.extensions.filter(user_id=user_id).first()
-        close = max(self.hard_close_at, extension.due_at) if extension else self.hard_close_at
-        return now > close
+        return max(self.hard_close_at, extension.due_at) if extension else self.hard_close_at
+
+    def closed_for(self, user_id: int, now: datetime) -> bool:
+        close = self.close_for(user_id)
+        return close is not None and now > close
+
+    def hidden_released_at(self, user_id: int) -> datetime:
+        """When a student's hidden results show: at the hard close when there is one (nothing can
+        be submitted after), else when the grace period ends (a later fix pays the late penalty).
+        Never at the due date itself: the grace period still takes submissions as on time."""
+        close = self.close_for(user_id)
+        if close is not None:
+            return close
+        return self.due_for(user_id) + timedelta(minutes=self.grace_minutes)
 
 
 class Extension(models.Model):

@@ -16,6 +16,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from ..accounts.models import ApiToken
+from ..lti.claims import LTI_PREFIX
 from .models import Assignment, Course, Enrolment, Role
 
 MAX_ROSTER_ROWS = 5000
@@ -63,6 +64,8 @@ def enrol_csv(slug: str, text: str) -> RosterOutcome:
                 raise RosterError(f"row {number}: {'; '.join(error.messages)}") from None
             if len(username) > 150 or len(name) > 150:
                 raise RosterError(f"row {number}: too long")
+            if username.startswith(LTI_PREFIX):
+                raise RosterError(f"row {number}: {LTI_PREFIX}... names belong to accounts made by LMS launches")
             user, made = users.objects.get_or_create(username=username, defaults={"email": email})
             if user.is_staff or user.is_superuser:
                 raise RosterError(f"row {number}: {username} is a site operator's account, not a student's")
@@ -91,9 +94,13 @@ def tokens_for(usernames: list[str]) -> list[tuple[str, str]]:
     return out
 
 
+DEMO_DOMAIN = "demo.invalid"  # a reserved name no real address has: marks the demo's own accounts
+
+
 def load_demo(rubric_file: str = "a8_autograd_lab.yaml") -> list[tuple[str, str]]:
     """The demo course (assignment ``a8``), and users instructor, student1, student2 with new
-    passwords, returned so they can be printed. Idempotent: passwords are reset each time."""
+    passwords, returned so they can be printed. Idempotent: the demo's passwords are reset each
+    time; an account of the same name that the demo did not make is refused, never reset."""
     users = get_user_model()
     with transaction.atomic():
         course, _ = Course.objects.get_or_create(slug="demo", defaults={"title": "Demo course"})
@@ -110,7 +117,11 @@ def load_demo(rubric_file: str = "a8_autograd_lab.yaml") -> list[tuple[str, str]
         )
         logins = []
         for username, role in (("instructor", Role.INSTRUCTOR), ("student1", Role.STUDENT), ("student2", Role.STUDENT)):
-            user, _ = users.objects.get_or_create(username=username, defaults={"email": f"{username}@example.edu"})
+            email = f"{username}@{DEMO_DOMAIN}"
+            user, _ = users.objects.get_or_create(username=username, defaults={"email": email})
+            if user.email != email or user.is_staff or user.is_superuser:
+                # Pointed at a real course's database, the demo never takes over a real account.
+                raise RosterError(f"an account named {username!r} exists and is not a demo account: not touched")
             password = secrets.token_urlsafe(9)
             user.set_password(password)
             user.save()

@@ -24,6 +24,7 @@ from grader.results import SubmissionResult
 from grader.results_io import result_from_json
 
 from ..accounts.identity import signed_in
+from ..lti.claims import LTI_PREFIX
 from ..submissions.intake import enqueue
 from ..submissions.models import PENDING, SCORED, AuditEntry, Kind, Regrade, ScoreOverride, State, Submission
 from ..submissions.queue import Lane
@@ -118,7 +119,18 @@ def export(request: HttpRequest, slug: str, kind: str) -> HttpResponse:
         body = grades_csv([r for _, r in results], tags)
         return _download(body, "text/csv; charset=utf-8", f"{assignment.slug}-grades.csv")
     if kind == "canvas.csv":
-        rows = [(user.get_full_name() or user.username, user.username, result) for user, result in results]
+        # Canvas matches by its user id (recorded at an LTI launch), else by SIS login id: a
+        # local account's username, as a roster from the LMS gives it; never our lti-... names.
+        lms_ids = dict(Enrolment.objects.filter(course=assignment.course).values_list("user_id", "lms_user_id"))
+        rows = [
+            (
+                user.get_full_name() or user.username,
+                lms_ids.get(user.pk, ""),
+                result,
+                "" if user.username.startswith(LTI_PREFIX) else user.username,
+            )
+            for user, result in results
+        ]
         return _download(canvas_csv(rows, assignment.title), "text/csv; charset=utf-8", f"{assignment.slug}-canvas.csv")
     if kind == "gradescope.json":
         body = json.dumps({user.username: to_gradescope(result) for user, result in results}, indent=1)
@@ -214,8 +226,15 @@ def regrade(request: HttpRequest, slug: str) -> HttpResponse:
     else:
         chosen = list(candidates.filter(state__in=SCORED).values_list("pk", flat=True))
     now = timezone.now()
-    targets = Submission.objects.filter(pk__in=chosen).select_related("assignment").defer("content")
     with transaction.atomic():  # all or none, and the audit entry with them
+        # Locked and checked again: a second click while this one runs queues nothing twice.
+        targets = list(
+            Submission.objects.select_for_update(of=("self",))
+            .filter(pk__in=chosen, state__in=SCORED)
+            .select_related("assignment")
+            .defer("content")
+            .order_by("pk")
+        )
         for submission in targets:
             Regrade.objects.create(
                 submission=submission,
@@ -225,6 +244,6 @@ def regrade(request: HttpRequest, slug: str) -> HttpResponse:
             )
             Submission.objects.filter(pk=submission.pk).update(state=State.QUEUED, started_at=None)
             enqueue(submission, Lane.REGRADE)  # with today's sandbox and rubric
-        detail = f"{len(chosen)} submission(s) of {assignment.slug} ({which}) at {now:%Y-%m-%d %H:%M}"
+        detail = f"{len(targets)} submission(s) of {assignment.slug} ({which}) at {now:%Y-%m-%d %H:%M}"
         AuditEntry.objects.create(actor=signed_in(request), action="regrade", detail=detail)
     return redirect("class-view", slug=assignment.slug)

@@ -50,17 +50,23 @@ def subject(claims: Claims) -> tuple[str, str]:
     return issuer, sub
 
 
-def username_for(issuer: str, sub: str) -> str:
-    """A Django username that only this (issuer, sub) pair can have: at most 81 characters.
+LTI_PREFIX = "lti-"  # the accounts launches make; roster usernames may not take it
 
-    ``lti-<12 hex of the issuer>-<sub>`` when the sub is short and plain, else
-    ``lti-<12 hex of the issuer>+<32 hex of the sub>``: "+" never occurs in a readable sub, so the
-    two forms cannot meet. Everything is within Django's username alphabet ([\\w.@+-]).
+
+def username_for(issuer: str, client_id: str, sub: str) -> str:
+    """A Django username that only this (registration, sub) pair can have: at most 81 characters.
+
+    The registration is the issuer with the client id: several registrations may share an issuer
+    (every Canvas Cloud tenant is ``https://canvas.instructure.com``), and a ``sub`` is unique
+    only within one, so an issuer alone would let one LMS sign in as another's user.
+    ``lti-<12 hex of the registration>-<sub>`` when the sub is short and plain, else
+    ``lti-<12 hex of the registration>+<32 hex of the sub>``: "+" never occurs in a readable
+    sub, so the two forms cannot meet. Everything is within Django's username alphabet ([\\w.@+-]).
     """
-    platform = hashlib.sha256(issuer.encode()).hexdigest()[:12]
+    platform = hashlib.sha256(f"{issuer}\n{client_id}".encode()).hexdigest()[:12]
     if _READABLE_SUB.fullmatch(sub):
-        return f"lti-{platform}-{sub}"
-    return f"lti-{platform}+{hashlib.sha256(sub.encode()).hexdigest()[:32]}"
+        return f"{LTI_PREFIX}{platform}-{sub}"
+    return f"{LTI_PREFIX}{platform}+{hashlib.sha256(sub.encode()).hexdigest()[:32]}"
 
 
 def email(claims: Claims) -> str:
@@ -139,3 +145,10 @@ def custom_text(claims: Claims, name: str) -> str | None:
     custom = claims.get(CUSTOM)
     value = custom.get(name) if isinstance(custom, dict) else None
     return value.strip()[:100] if isinstance(value, str) and value.strip() else None
+
+
+def canvas_user_id(claims: Claims) -> str:
+    """Canvas's own user id, when the tool's custom fields ask for it (``canvas_user_id=$Canvas.user.id``):
+    the id a Canvas gradebook import matches rows by. "" when absent or not a plain number."""
+    value = custom_text(claims, "canvas_user_id")
+    return value if value is not None and value.isascii() and value.isdigit() and len(value) <= 20 else ""

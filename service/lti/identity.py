@@ -25,7 +25,7 @@ def user_for_launch(lti_user: LtiUser, issuer: str, sub: str, claims: Claims) ->
     user: User | None = lti_user.auth_user
     if user is None:
         user, _ = User.objects.get_or_create(
-            username=username_for(issuer, sub),
+            username=username_for(issuer, lti_user.registration.client_id, sub),
             defaults={"password": make_password(None)},  # unusable: this account signs in through the LMS
         )
         lti_user.auth_user = user

@@ -18,7 +18,9 @@ class CourseLink(models.Model):
 
     A link with a blank context id says instead that any link of this deployment may name the
     course in its custom parameter ``course=<slug>``: for departments that configure the LMS
-    link before they know the opaque context id their LMS gives the course.
+    link before they know the opaque context id their LMS gives the course. Any teacher of any
+    course of that deployment can make such a link, so an open link enrols students only: a
+    launch's staff role counts through an exact (context id) link alone.
     """
 
     deployment = models.ForeignKey(LtiDeployment, on_delete=models.CASCADE, related_name="course_links")
@@ -45,12 +47,24 @@ class CourseLink(models.Model):
         return f"{self.deployment} / {self.context_id or '(named by custom course=)'} -> {self.course}"
 
 
+class SpentNonce(models.Model):
+    """A launch nonce already used, kept as long as the platform's token could be replayed.
+
+    A table with a unique key, not the cache: a cache may cull entries under load (unsigned
+    login requests alone can fill it), and a culled entry would let a copied launch in again."""
+
+    digest = models.CharField(max_length=64, unique=True)
+    expires_at = models.DateTimeField(db_index=True)
+
+
 class LinkProblem(Exception):
     """A launch whose LMS course leads to no course of ours, in words for the page."""
 
 
-def linked_course(deployment: LtiDeployment, context_id: str, named_slug: str | None) -> Course:
-    """The course a launch from ``context_id`` of ``deployment`` lands in, or LinkProblem.
+def linked_course(deployment: LtiDeployment, context_id: str, named_slug: str | None) -> tuple[Course, bool]:
+    """The course a launch from ``context_id`` of ``deployment`` lands in, and whether the link
+    names that exact context (only then may the launch's roles make someone staff); else
+    LinkProblem.
 
     The context's own link wins; a custom ``course`` slug that disagrees with it is refused rather
     than silently ignored, so a misconfigured LMS link is noticed the first time it is used.
@@ -62,7 +76,7 @@ def linked_course(deployment: LtiDeployment, context_id: str, named_slug: str | 
                 raise LinkProblem(
                     f"This LMS course is linked to {exact.course.slug}, but the link names course {named_slug}."
                 )
-            return exact.course
+            return exact.course, True
     if named_slug is not None:
         open_link = (
             CourseLink.objects.select_related("course")
@@ -70,6 +84,6 @@ def linked_course(deployment: LtiDeployment, context_id: str, named_slug: str | 
             .first()
         )
         if open_link is not None:
-            return open_link.course
+            return open_link.course, False
     # An unknown slug and a slug of a course not linked to this deployment read the same.
     raise LinkProblem("This LMS course is not linked to a course of the grader.")

@@ -15,16 +15,17 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections.abc import Sequence
+from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import login
 from django.contrib.auth.models import User
-from django.core.cache import cache
-from django.db import DataError, transaction
+from django.db import DataError, IntegrityError, transaction
 from django.http import Http404, HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils import timezone
 from django.views.decorators.http import require_GET
 from lti_tool import views as lti_views
 from lti_tool.models import Key
@@ -34,10 +35,19 @@ from pylti1p3.contrib.django.oidc_login import DjangoOIDCLogin
 from pylti1p3.exception import LtiException, OIDCException
 
 from ..courses.access import assignment_for
-from ..courses.models import Course, Enrolment
-from .claims import ClaimProblem, Claims, context_id, context_title, course_role, custom_text, subject
+from ..courses.models import Course, Enrolment, Role
+from .claims import (
+    ClaimProblem,
+    Claims,
+    canvas_user_id,
+    context_id,
+    context_title,
+    course_role,
+    custom_text,
+    subject,
+)
 from .identity import AccountRefused, user_for_launch
-from .models import LinkProblem, linked_course
+from .models import LinkProblem, SpentNonce, linked_course
 
 logger = logging.getLogger(__name__)
 
@@ -126,10 +136,22 @@ class LaunchView(lti_views.LtiLaunchBaseView):  # type: ignore[misc]  # django-l
         try:
             issuer, sub = subject(claims)
             _first_use(issuer, claims)
-            course = linked_course(deployment, context, custom_text(claims, "course"))
+            course, exact = linked_course(deployment, context, custom_text(claims, "course"))
             with transaction.atomic():
                 user = user_for_launch(lti_launch.user, issuer, sub, claims)
-                Enrolment.objects.update_or_create(course=course, user=user, defaults={"role": course_role(claims)})
+                if exact:
+                    enrolment, _ = Enrolment.objects.update_or_create(
+                        course=course, user=user, defaults={"role": course_role(claims)}
+                    )
+                else:
+                    # Through an open link the LMS vouches for a student at most; a role given
+                    # here by staff (roster, admin, an exact link) is kept as it is.
+                    enrolment, _ = Enrolment.objects.get_or_create(
+                        course=course, user=user, defaults={"role": Role.STUDENT}
+                    )
+                lms_id = canvas_user_id(claims)
+                if lms_id and enrolment.lms_user_id != lms_id:
+                    Enrolment.objects.filter(pk=enrolment.pk).update(lms_user_id=lms_id)
         except ClaimProblem as problem:
             return refused(request, 400, "This launch could not be used", str(problem))
         except LinkProblem as problem:
@@ -187,8 +209,13 @@ def _first_use(issuer: str, claims: Claims) -> None:
         raise ClaimProblem("The launch has no expiry time (exp).")
     nonce = claims.get("nonce")
     digest = hashlib.sha256(f"{issuer}\n{nonce}".encode()).hexdigest()
-    if not cache.add(f"lti-used-nonce:{digest}", True, USED_NONCE_SECONDS):
-        raise ClaimProblem("This launch was already used. Launch the grader again from your LMS.")
+    now = timezone.now()
+    SpentNonce.objects.filter(expires_at__lt=now).delete()
+    try:
+        with transaction.atomic():
+            SpentNonce.objects.create(digest=digest, expires_at=now + timedelta(seconds=USED_NONCE_SECONDS))
+    except IntegrityError:
+        raise ClaimProblem("This launch was already used. Launch the grader again from your LMS.") from None
 
 
 def _landing(user: User, course: Course, claims: Claims) -> str:

@@ -1,8 +1,9 @@
 """One grading of one stored submission, through the grader's own pipeline.
 
 Idempotent, keyed by submission id: a job that finds its submission already finished does
-nothing, and the result is written only if the row is still the one this run started, so a
-job retried after its worker died ends exactly once.
+nothing, and every write is guarded by the claim it follows (the row still running, with the
+attempt number this run took), so a job retried after its worker died, or run twice at once,
+ends exactly once, and a stale run never overwrites a newer one.
 """
 
 from __future__ import annotations
@@ -12,9 +13,11 @@ import os
 import signal
 import socket
 import threading
+from datetime import datetime
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from grader.errors import GraderError
@@ -25,6 +28,7 @@ from grader.runners.base import Runner
 
 from ..fleet import registry
 from .models import GradingRun, Kind, State, Submission
+from .queue import Lane
 
 log = logging.getLogger(__name__)
 _runners = threading.local()
@@ -85,31 +89,89 @@ def claim(submission_id: int) -> tuple[Submission, GradingRun] | None:
         return submission, run
 
 
-def _mismatch(submission: Submission) -> str:
+def _ours(submission: Submission) -> QuerySet[Submission]:
+    """The row as this run claimed it: still running, and no later claim since."""
+    return Submission.objects.filter(pk=submission.pk, state=State.RUNNING, attempts=submission.attempts)
+
+
+def _restore_before_regrade(submission: Submission, reason: str, now: datetime) -> bool:
+    """A regrade that cannot be done leaves the earlier result standing (it was the student's
+    grade, and an infrastructure failure is never theirs); False when this was no regrade."""
+    if submission.lane != Lane.REGRADE.value:
+        return False
+    earlier = submission.regrades.order_by("-at", "-pk").first()
+    if earlier is None:
+        return False
+    _ours(submission).update(
+        state=earlier.old_state,
+        score=earlier.old_score,
+        result_json=earlier.old_result_json,
+        detail=f"the regrade failed ({reason[:300]}); the earlier result stands",
+        finished_at=now,
+    )
+    return True
+
+
+def _superseded_meanwhile(submission: Submission, now: datetime) -> bool:
+    """A counted upload put back in the queue after an infrastructure failure yields to a later
+    one the student sent meanwhile: one pending counted job per student and assignment."""
+    if submission.kind != Kind.SUBMIT or submission.lane != Lane.SUBMIT.value:
+        return False
+    with connection.cursor() as cursor:  # the lock intake takes for this student's counted uploads
+        cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [submission.assignment_id, submission.user_id])
+    newer = (
+        Submission.objects.filter(
+            assignment_id=submission.assignment_id, user_id=submission.user_id, kind=Kind.SUBMIT, received_at__gt=submission.received_at
+        )
+        .exclude(state=State.UNGRADABLE)
+        .order_by("received_at")
+        .first()
+    )
+    if newer is None:
+        return False
+    _ours(submission).update(state=State.SUPERSEDED, finished_at=now, detail=f"replaced by submission #{newer.pk}")
+    return True
+
+
+def _mismatch(submission: Submission, *, final_attempt: bool) -> str:
     """Why this worker must not grade the job ("" when it may): another sandbox recipe (its
-    queue keeps such jobs away; this is the last guard) or another rubric file on this host."""
+    queue keeps such jobs away; this is the last guard) or another rubric file on this host.
+
+    A rubric that differs on every host that tried (the last attempt) was edited after the job
+    was queued: the job is graded with the rubric the assignment has now, and says so."""
     from ..fleet.identity import current_recipe, rubric_sha256
 
     if submission.recipe and submission.recipe != current_recipe():
         return f"the job needs sandbox recipe {submission.recipe}; this worker has {current_recipe()}"
     path = submission.assignment.rubric_path()
     if submission.rubric_sha256 and path.is_file() and rubric_sha256(path) != submission.rubric_sha256:
+        if final_attempt:
+            submission.rubric_sha256 = rubric_sha256(path)
+            Submission.objects.filter(pk=submission.pk).update(rubric_sha256=submission.rubric_sha256)
+            log.warning("submission %s: %s changed after it was queued; graded with the current file", submission.pk, path.name)
+            return ""
         return f"the rubric {path.name} on this host differs from the one the job was queued with"
     return ""
 
 
-def _give_back(submission: Submission, run: GradingRun, reason: str, *, final_attempt: bool) -> None:
-    """Not graded here: retried (never scored, never an attempt), or infra_error at the last try."""
+def _give_back(
+    submission: Submission, run: GradingRun, reason: str, *, final_attempt: bool, result_json: str = ""
+) -> None:
+    """Not graded here: retried (never scored, never an attempt), or infra_error at the last try
+    (a regrade's earlier result stands instead); ``result_json``: the grader's own infra page."""
     now = timezone.now()
     with transaction.atomic():
         GradingRun.objects.filter(pk=run.pk).update(finished_at=now, outcome=State.INFRA_ERROR)
-        Submission.objects.filter(pk=submission.pk, state=State.RUNNING).update(
-            state=State.INFRA_ERROR if final_attempt else State.QUEUED,
-            detail=reason if final_attempt else f"the grader failed and will retry: {reason}",
-            finished_at=now if final_attempt else None,
-        )
-    if not final_attempt:
-        raise InfraFailure(reason)
+        if final_attempt:
+            if not _restore_before_regrade(submission, reason, now):
+                _ours(submission).update(
+                    state=State.INFRA_ERROR, score=None, result_json=result_json, detail=reason, finished_at=now
+                )
+            return
+        if _superseded_meanwhile(submission, now):
+            return
+        _ours(submission).update(state=State.QUEUED, detail=f"the grader failed and will retry: {reason}")
+    raise InfraFailure(reason)
 
 
 def grade(submission_id: int, *, final_attempt: bool) -> str:
@@ -119,7 +181,7 @@ def grade(submission_id: int, *, final_attempt: bool) -> str:
         return "skipped"
     submission, run = claimed
     assignment = submission.assignment
-    mismatch = _mismatch(submission)
+    mismatch = _mismatch(submission, final_attempt=final_attempt)
     if mismatch:
         _give_back(submission, run, mismatch, final_attempt=final_attempt)
         return State.INFRA_ERROR.value
@@ -129,34 +191,35 @@ def grade(submission_id: int, *, final_attempt: bool) -> str:
         _stop_if_engine_gone()
         _give_back(submission, run, str(error), final_attempt=final_attempt)
         return State.INFRA_ERROR.value
-    rubric = assignment.rubric()
-    graded = grade_source(
-        bytes(submission.content),
-        "",
-        student=submission.user.get_username(),
-        rubric=rubric,
-        runner=sandbox,
-        seed=rubric.seed,
-        visible_only=submission.kind == Kind.SELF_CHECK,
-    )
+    try:
+        graded = grade_source(
+            bytes(submission.content),
+            "",
+            student=submission.user.get_username(),
+            rubric=assignment.rubric(),
+            runner=sandbox,
+            seed=assignment.seed,  # the assignment's own, never the public rubric's
+            visible_only=submission.kind == Kind.SELF_CHECK,
+        )
+    except Exception as error:  # a rubric gone from this host, a fault of the grader's own: never the student's
+        log.exception("grading submission %s failed in the grader", submission.pk)
+        _give_back(submission, run, f"the grader failed: {type(error).__name__}: {error}"[:500], final_attempt=final_attempt)
+        return State.INFRA_ERROR.value
     result = graded.result
-    now = timezone.now()
     if result.status is Status.INFRA_ERROR:
         _stop_if_engine_gone()
-    if result.status is Status.INFRA_ERROR and not final_attempt:
-        with transaction.atomic():
-            GradingRun.objects.filter(pk=run.pk).update(finished_at=now, outcome=State.INFRA_ERROR)
-            Submission.objects.filter(pk=submission.pk, state=State.RUNNING).update(
-                state=State.QUEUED, detail=f"the grader failed and will retry: {result.status_detail}"
-            )
-        raise InfraFailure(result.status_detail)
+        _give_back(
+            submission, run, result.status_detail, final_attempt=final_attempt, result_json=result_to_json(result)
+        )
+        return State.INFRA_ERROR.value
+    now = timezone.now()
     visible = [c for c in result.checks if c.visibility is Visibility.VISIBLE]
     with transaction.atomic():
-        # Written only while the row is still running: a run that lost its claim writes nothing.
-        written = Submission.objects.filter(pk=submission.pk, state=State.RUNNING).update(
+        # Written only under this run's claim: a run that lost it (a later claim) writes nothing.
+        written = _ours(submission).update(
             state=State(result.status.value),
             seed=result.seed,
-            score=None if result.status is Status.INFRA_ERROR else result.score,
+            score=result.score,
             max_score=result.max_score,
             visible_score=round(sum(c.points for c in visible), 2) if result.scored else None,
             visible_max_score=round(sum(c.max_points for c in visible), 2),
@@ -169,4 +232,4 @@ def grade(submission_id: int, *, final_attempt: bool) -> str:
         )
     if not written:
         log.warning("submission %s changed while it was graded; result not written", submission.pk)
-    return result.status.value
+    return str(result.status.value)

@@ -19,7 +19,7 @@ from grader.intake.source import source_problem
 from ..accounts.models import TokenBucket
 from ..courses.models import Assignment
 from .models import PENDING, Kind, State, Submission
-from .queue import LANE_PRIORITY, Lane, queue_depth
+from .queue import LANE_PRIORITY, Lane, students_queue_depth
 
 MAX_NAME = 200
 
@@ -71,7 +71,7 @@ def receive(assignment: Assignment, user: AbstractBaseUser, kind: Kind, name: st
             seconds = max(1, int(wait + 0.999))
             return Refusal(429, f"submission limit reached: next one possible in {seconds} s", retry_after=seconds)
     if kind is Kind.SELF_CHECK:
-        if queue_depth() >= settings.QUEUE_LIMIT:
+        if students_queue_depth() >= settings.QUEUE_LIMIT:
             return Refusal(503, "the grading queue is full; try the self-check again shortly", retry_after=60)
         wait = TokenBucket.take(
             TokenBucket.self_check_key(user_id, assignment.pk),

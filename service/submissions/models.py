@@ -31,6 +31,7 @@ class State(models.TextChoices):
 PENDING = (State.QUEUED, State.RUNNING)
 # A finished grading that produced a score (infra errors never count as attempts).
 SCORED = (State.GRADED, State.TIMEOUT, State.OOM, State.OUTPUT_LIMIT, State.UNGRADABLE)
+RESOURCE_STATES = (State.TIMEOUT, State.OOM, State.OUTPUT_LIMIT)
 
 
 class Submission(models.Model):
@@ -81,8 +82,9 @@ class Submission(models.Model):
         return round(self.score * (1 - self.late_penalty / 100), 2)
 
     def hides_hidden(self, viewer_is_staff: bool) -> bool:
-        """Before the student's due date, a counted submission's hidden results are withheld
-        from the student (Gradescope's ``after_due_date``), unless the assignment shows them."""
+        """Until the student's release time (``Assignment.hidden_released_at``), a counted
+        submission's hidden results are withheld from the student (Gradescope's
+        ``after_due_date``), unless the assignment shows them."""
         from ..courses.models import HiddenDetails
 
         assignment = self.assignment
@@ -90,8 +92,16 @@ class Submission(models.Model):
             not viewer_is_staff
             and self.kind == Kind.SUBMIT
             and assignment.hidden_details == HiddenDetails.AFTER_DUE_DATE
-            and timezone.now() < assignment.due_for(self.user_id)
+            and timezone.now() < assignment.hidden_released_at(self.user_id)
         )
+
+    def shown_state(self, viewer_is_staff: bool) -> str:
+        """While hidden results are withheld, running out of time, memory or output is not told
+        either: it may have happened in a hidden check, and each upload would then leak one bit
+        about the hidden inputs. The visible checks' own outcomes still show on the feedback page."""
+        if self.state in RESOURCE_STATES and self.hides_hidden(viewer_is_staff):
+            return State.GRADED.value
+        return str(self.state)
 
     def shown_score(self, viewer_is_staff: bool) -> tuple[float | None, float | None]:
         if self.hides_hidden(viewer_is_staff):
@@ -106,7 +116,7 @@ class Submission(models.Model):
             "kind": self.kind,
             "received_at": self.received_at.isoformat(),
             "sha256": self.sha256,
-            "status": self.state,
+            "status": self.shown_state(viewer_is_staff),
             "score": score,
             "max_score": max_score,
             "hidden_results_withheld": self.hides_hidden(viewer_is_staff),

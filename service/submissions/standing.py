@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 
 from ..courses.models import Assignment, Counted
-from .models import SCORED, Kind, Submission
+from .models import PENDING, SCORED, Kind, Submission
+from .queue import Lane
 
 
 def latest_scored(assignment: Assignment, user_id: int) -> Submission | None:
@@ -13,7 +14,10 @@ def latest_scored(assignment: Assignment, user_id: int) -> Submission | None:
 
 
 def _scored(assignment: Assignment, user_id: int) -> QuerySet[Submission]:
-    scored = Submission.objects.filter(assignment=assignment, user_id=user_id, kind=Kind.SUBMIT, state__in=SCORED)
+    # A submission waiting for its regrade keeps its score until the new one is written: a
+    # regrade never takes a student's grade away, even for a while.
+    counted = Q(state__in=SCORED) | Q(state__in=PENDING, lane=Lane.REGRADE.value, score__isnull=False)
+    scored = Submission.objects.filter(counted, assignment=assignment, user_id=user_id, kind=Kind.SUBMIT)
     return scored.defer("content", "result_json").prefetch_related("overrides")
 
 

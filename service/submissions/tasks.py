@@ -9,7 +9,7 @@ from django.db import DatabaseError
 from procrastinate import JobContext, RetryStrategy
 from procrastinate.contrib.django import app
 
-from . import grading
+from . import grading, stranded
 
 # Infrastructure failures (Docker down, an image missing, the database restarting under a
 # job) are retried with growing waits; the last attempt records infra_error, which is never
@@ -41,3 +41,9 @@ async def retry_stalled() -> int:
         await app.job_manager.retry_job(job, retry_at=datetime.datetime.now(datetime.timezone.utc))
         count += 1
     return count
+
+
+@app.periodic(cron="*/2 * * * *")
+@app.task(name="requeue_stranded_submissions", queue="maintenance", queueing_lock="requeue_stranded", pass_context=True)
+def requeue_stranded_submissions(context: JobContext, timestamp: int) -> int:
+    return stranded.requeue_stranded()

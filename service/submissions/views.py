@@ -40,7 +40,7 @@ def _counted_for(assignment: Assignment, user_id: int, staff: bool) -> Submissio
         not staff
         and assignment.counted == Counted.BEST
         and assignment.hidden_details == HiddenDetails.AFTER_DUE_DATE
-        and timezone.now() < assignment.due_for(user_id)
+        and timezone.now() < assignment.hidden_released_at(user_id)
     )
     return None if withheld else counted_submission(assignment, user_id)
 
@@ -67,12 +67,14 @@ def assignment_page(request: HttpRequest, slug: str) -> HttpResponse:
     mine = list(Submission.objects.filter(assignment=assignment, user=user).defer("content", "result_json")[:200])
     for one in mine:
         one.shown = one.shown_score(role in STAFF_ROLES)  # type: ignore[attr-defined]
+        one.state_shown = one.shown_state(role in STAFF_ROLES)  # type: ignore[attr-defined]
     context = {
         "assignment": assignment,
         "rubric": assignment.rubric(),
         "role": role,
         "is_staff": role in STAFF_ROLES,
         "due": assignment.due_for(user.pk),
+        "released": assignment.hidden_released_at(user.pk),
         "history": mine,
         "counted": _counted_for(assignment, user.pk, role in STAFF_ROLES),
         "refusal": refusal,
@@ -96,6 +98,7 @@ def submission_page(request: HttpRequest, submission_id: int) -> HttpResponse:
         "score": score,
         "max_score": max_score,
         "withheld": submission.hides_hidden(staff),
+        "state": submission.shown_state(staff),
         "detail": detail_for(submission, staff),
     }
     return render(request, "submissions/submission.html", context)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from grader.results import SectionResult, SubmissionResult, Visibility
+from grader.results import SectionResult, Status, SubmissionResult, Visibility
 
 from .models import Submission
 
@@ -25,6 +25,10 @@ def student_view(result: SubmissionResult, submission: Submission) -> Submission
         )
         for s in result.sections
     )
+    note = f"(The {hidden} hidden checks' results are shown after the deadline.)"
+    # A time, memory or output limit may have been hit in a hidden check: not told either (the
+    # visible checks' own outcomes still say what happened to them).
+    resource = result.status in RESOURCE_STATUSES
     return replace(
         result,
         checks=shown,
@@ -32,15 +36,14 @@ def student_view(result: SubmissionResult, submission: Submission) -> Submission
         score=round(sum(c.points for c in shown), 2),
         max_score=round(sum(c.max_points for c in shown), 2),
         diagnoses=(),  # they can rest on hidden checks
-        status_detail=" ".join(
-            part
-            for part in (
-                without_hidden_titles(result.status_detail, result),
-                f"(The {hidden} hidden checks' results are shown after the due date.)",
-            )
-            if part
+        status=Status.GRADED if resource else result.status,
+        status_detail=note if resource else " ".join(
+            part for part in (without_hidden_titles(result.status_detail, result), note) if part
         ),
     )
+
+
+RESOURCE_STATUSES = (Status.TIMEOUT, Status.OOM, Status.OUTPUT_LIMIT)
 
 
 def without_hidden_titles(detail: str, result: SubmissionResult) -> str:
@@ -54,6 +57,8 @@ def without_hidden_titles(detail: str, result: SubmissionResult) -> str:
 def detail_for(submission: Submission, viewer_is_staff: bool) -> str:
     if not submission.detail or not submission.hides_hidden(viewer_is_staff) or not submission.result_json:
         return submission.detail
+    if submission.shown_state(viewer_is_staff) != submission.state:
+        return ""  # a limit that may have been hit in a hidden check
     from grader.results_io import result_from_json
 
     return without_hidden_titles(submission.detail, result_from_json(submission.result_json))

@@ -59,12 +59,24 @@ def test_a_student_cannot_read_another_students_submission(cast: Cast) -> None:
     client, headers = api(cast, cast.student)
     mine = post(client, headers, "a8", "self_check", GOOD).json()["id"]
     other_client, other_headers = api(cast, cast.student2)
-    assert other_client.get(f"/api/v1/submissions/{mine}", **other_headers).status_code == 404
+    others = other_client.get(f"/api/v1/submissions/{mine}", **other_headers)
+    assert others.status_code == 404 and others.json() == {"error": "no such resource"}
     outsider_client, outsider_headers = api(cast, cast.outsider)
     assert outsider_client.get(f"/api/v1/submissions/{mine}", **outsider_headers).status_code == 404
     assert outsider_client.get("/api/v1/submissions/999999", **outsider_headers).status_code == 404
     staff_client, staff_headers = api(cast, cast.ta)
     assert staff_client.get(f"/api/v1/submissions/{mine}", **staff_headers).status_code == 200
+
+
+def test_every_api_error_is_json_django_s_own_too(cast: Cast) -> None:
+    client, headers = api(cast, cast.student)
+    nowhere = client.get("/api/v1/nowhere", **headers)
+    assert nowhere.status_code == 404 and nowhere.json() == {"error": "no such resource"}
+    wrong_method = client.get("/api/v1/assignments/a8/submissions", **headers)
+    assert wrong_method.status_code == 405 and "GET" in wrong_method.json()["error"]
+    assert wrong_method["Allow"] == "POST"
+    unknown = client.post("/api/v1/assignments/zz/submissions", {"kind": "submit"}, **headers)
+    assert unknown.status_code == 404 and "error" in unknown.json()
 
 
 def test_an_outsider_cannot_submit_to_another_course(cast: Cast) -> None:
@@ -121,6 +133,19 @@ def test_a_full_queue_refuses_self_checks_but_still_receipts_submissions(cast: C
     refused = post(client, headers, "a8", "self_check", GOOD)
     assert refused.status_code == 503 and refused["Retry-After"] == "60"
     assert post(client, headers, "a8", "submit", BUGGY).status_code == 201
+
+
+def test_a_class_regrade_however_long_turns_no_self_check_away(cast: Cast, settings: object) -> None:
+    from service.submissions.models import State, Submission
+
+    settings.QUEUE_LIMIT = 2  # type: ignore[attr-defined]
+    client, headers = api(cast, cast.student)
+    ids = [post(client, headers, "a8", "submit", GOOD).json()["id"] for _ in range(3)]
+    Submission.objects.filter(pk__in=ids).update(state=State.GRADED, score=100.0, max_score=100.0)
+    staff = cast.client(cast.instructor)
+    assert staff.post("/a/a8/class/regrade/", {"which": "all"}).status_code == 302
+    assert Submission.objects.filter(lane="regrade", state=State.QUEUED).count() == 3  # past the limit
+    assert post(client, headers, "a8", "self_check", GOOD).status_code == 201
 
 
 def test_kind_and_file_are_required(cast: Cast) -> None:

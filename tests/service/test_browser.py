@@ -215,7 +215,7 @@ def test_a_student_uploads_follows_the_grading_and_reads_the_feedback(
     expect(status).to_contain_text("graded", timeout=GRADED_WITHIN_MS)
     # Before the due date the student sees the visible checks' points; the hidden ones come later.
     expect(status).to_contain_text(f"score {shown(graded.visible_score)} / {shown(graded.visible_max_score)}")
-    expect(status).to_contain_text("hidden checks' results are shown after the due date")
+    expect(status).to_contain_text("hidden checks' results are shown after the deadline")
     assert page.locator("[data-follow]").count() == 0  # nothing left to follow
 
     # The grader's own feedback page, under its strict policy.
@@ -228,7 +228,7 @@ def test_a_student_uploads_follows_the_grading_and_reads_the_feedback(
     card = page.locator("article.check", has_text="y = x*x + x at x = 3 gives x.grad = 7")
     expect(card.locator("figure.graph svg")).to_be_visible()
     expect(card.locator("figure.graph g.node.bad")).to_have_count(1)  # x, whose grad is wrong
-    expect(page.get_by_text("results are shown after the due date")).to_be_visible()
+    expect(page.get_by_text("results are shown after the deadline")).to_be_visible()
     tab.screenshot("feedback", tmp_path)
 
     # Back on the assignment page, the history shows the graded submission that counts.

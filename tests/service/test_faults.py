@@ -15,6 +15,7 @@ import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 import requests
@@ -39,9 +40,15 @@ SLOW_ON_PURPOSE = {"henry_adams", "jack_oconnor", "kate_lee"}
 SAMPLES = sorted(p for p in (REPO / "submissions").glob("*/autograd_lab.py") if p.parent.name not in SLOW_ON_PURPOSE)
 
 
-def _env(**extra: str) -> dict[str, str]:
+def _database_url(host: str | None = None, port: str | int | None = None) -> str:
+    """The test database's URL, its password included, reached at ``host:port`` (a relay's)."""
     db = connection.settings_dict
-    url = f"postgresql://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}"
+    login = f"{db['USER']}:{quote(str(db['PASSWORD']), safe='')}" if db.get("PASSWORD") else db["USER"]
+    return f"postgresql://{login}@{host or db['HOST']}:{port or db['PORT']}/{db['NAME']}"
+
+
+def _env(**extra: str) -> dict[str, str]:
+    url = _database_url()
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
     env.update(DATABASE_URL=url, SECRET_KEY="test-secret-key-used-only-by-the-test-suite", **extra)
     env["DJANGO_SETTINGS_MODULE"] = "service.settings"
@@ -122,7 +129,8 @@ def test_a_rush_of_students_is_receipted_and_graded_exactly_once(cast: Cast, web
         assert [o for o in outcomes if o != State.INFRA_ERROR] == [submission.state], (name, outcomes)
     # The same scores as the grader's own pipeline gives the same files with the assignment's seed.
     rubric, runner = load_rubric(), DockerRunner()
-    expected = {path: grade_submission(path, student="x", rubric=rubric, runner=runner) for path in SAMPLES}
+    seed = cast.assignment.seed
+    expected = {path: grade_submission(path, student="x", rubric=rubric, runner=runner, seed=seed) for path in SAMPLES}
     for name, submission in graded.items():
         want = expected[files[name]]
         assert submission.state == want.status.value, name
@@ -372,7 +380,7 @@ def test_two_grading_hosts_in_their_own_network_namespaces_share_the_queue(
                 cut_off = subprocess.run(host.command([sys.executable, "-c", probe]), capture_output=True, timeout=60)
                 assert cut_off.returncode != 0, "a namespaced host reached the database on loopback"
             env = _env()
-            env["DATABASE_URL"] = f"postgresql://{db['USER']}@{host.database_host}:{host.database_port}/{db['NAME']}"
+            env["DATABASE_URL"] = _database_url(host.database_host, host.database_port)
             command = host.command([sys.executable, "-m", "grader", "worker", "--concurrency", "1"])
             workers.append(subprocess.Popen(command, env=env, cwd=REPO, start_new_session=True))
         deadline = time.monotonic() + 180

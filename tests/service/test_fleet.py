@@ -128,6 +128,7 @@ def test_a_worker_on_another_sandbox_recipe_takes_none_of_the_jobs(cast: Cast, t
 
 
 def test_a_job_for_another_recipe_or_rubric_is_given_back_never_graded(cast: Cast) -> None:
+    from service.fleet.identity import rubric_sha256
     from service.submissions import grading
 
     for field, value, said in (("recipe", "f" * 12, "sandbox recipe"), ("rubric_sha256", "0" * 64, "rubric")):
@@ -137,10 +138,17 @@ def test_a_job_for_another_recipe_or_rubric_is_given_back_never_graded(cast: Cas
             grading.grade(submission.pk, final_attempt=False)
         retried = Submission.objects.get(pk=submission.pk)
         assert retried.state == State.QUEUED and retried.score is None and said in retried.detail
-        assert grading.grade(submission.pk, final_attempt=True) == State.INFRA_ERROR
+        last_try = grading.grade(submission.pk, final_attempt=True)
         last = Submission.objects.get(pk=submission.pk)
-        assert last.state == State.INFRA_ERROR and last.score is None and not last.result_json
-        assert list(last.runs.values_list("outcome", flat=True)) == [State.INFRA_ERROR, State.INFRA_ERROR]
+        outcomes = list(last.runs.order_by("started_at").values_list("outcome", flat=True))
+        if field == "recipe":  # never graded with another sandbox
+            assert last_try == State.INFRA_ERROR and last.state == State.INFRA_ERROR
+            assert last.score is None and not last.result_json
+            assert outcomes == [State.INFRA_ERROR, State.INFRA_ERROR]
+        else:  # every host tried has the edited rubric: the assignment's rubric is now that one
+            assert last_try == State.GRADED and last.state == State.GRADED and last.score == last.max_score
+            assert last.rubric_sha256 == rubric_sha256(cast.assignment.rubric_path())
+            assert outcomes == [State.INFRA_ERROR, State.GRADED]
 
 
 def test_jobs_queued_before_jobs_named_their_recipe_move_to_this_releases_queues(cast: Cast) -> None:

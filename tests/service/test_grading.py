@@ -30,21 +30,24 @@ def test_a_submission_is_graded_once_with_the_cli_score_and_its_feedback_is_serv
     work()
     graded = Submission.objects.get(pk=counted)
     assert graded.state == State.GRADED and graded.runs.count() == 1
+    seed = cast.assignment.seed  # the assignment's own, drawn when it was made
+    assert seed != load_rubric().seed
     cli = grade_submission(REPO / "submissions" / "bob_okafor" / "autograd_lab.py", student="alice",
-                           rubric=load_rubric(), runner=DockerRunner())  # fmt: skip
-    assert graded.score == cli.score and graded.seed == cli.seed == load_rubric().seed
+                           rubric=load_rubric(), runner=DockerRunner(), seed=seed)  # fmt: skip
+    assert graded.score == cli.score and graded.seed == cli.seed == seed
     own = cast.client(cast.student)
     page = own.get(f"/submissions/{counted}/feedback/")
     assert page.status_code == 200 and b"Score" in page.content
+    assert str(seed).encode() not in page.content  # with it, the public rubric gives the hidden inputs
     policy = page["Content-Security-Policy"]
     assert "script-src 'none'" in policy and "sha256-" in policy
     # Before the due date the hidden checks' results stay hidden from the student, not from staff.
-    assert b"results are shown after the due date" in page.content
+    assert b"results are shown after the deadline" in page.content
     status = own.get(f"/submissions/{counted}/status.json").json()
     assert status["hidden_results_withheld"] and status["score"] == graded.visible_score < graded.score
     assert status["max_score"] == graded.visible_max_score < 100
     staff = cast.client(cast.instructor).get(f"/submissions/{counted}/feedback/")
-    assert b"shown after the due date" not in staff.content
+    assert b"shown after the deadline" not in staff.content
     self_check = Submission.objects.get(pk=check)
     assert self_check.state == State.GRADED and self_check.kind == Kind.SELF_CHECK
     assert self_check.score == self_check.max_score  # the reference passes every visible check
@@ -115,7 +118,13 @@ def test_staff_override_and_regrade_keep_the_history(cast: Cast) -> None:
     grades = staff.get("/a/a8/class/export/grades.csv").content.decode()
     assert "alice" in grades and ",90," in grades
     canvas = staff.get("/a/a8/class/export/canvas.csv").content.decode()
-    assert "alice" in canvas and canvas.rstrip().endswith("90")
+    # A roster account is matched by its SIS login id; an LMS launch's by Canvas's own user id.
+    assert canvas.splitlines()[1].split(",")[1:] == ["", "", "alice", "", "90"]
+    from service.courses.models import Enrolment
+
+    Enrolment.objects.filter(user=cast.student, course=cast.course).update(lms_user_id="40123")
+    canvas = staff.get("/a/a8/class/export/canvas.csv").content.decode()
+    assert canvas.splitlines()[1].split(",")[1:] == ["40123", "", "alice", "", "90"]
     gradescope = staff.get("/a/a8/class/export/gradescope.json").json()
     assert gradescope["alice"]["score"] == 90
     assert staff.get("/a/a8/class/export/nonsense").status_code == 404

@@ -192,7 +192,7 @@ def launch(
 
 
 def lti_user(sub: str) -> User:
-    return User.objects.get(username=username_for(ISSUER, sub))
+    return User.objects.get(username=username_for(ISSUER, CLIENT_ID, sub))
 
 
 def nobody_signed_in_from_lti() -> bool:
@@ -324,6 +324,37 @@ def test_a_custom_course_claim_reaches_a_course_open_to_the_deployment(cast: Cas
     assert conflict.status_code == 403 and "is linked to c1" in conflict.content.decode()
 
 
+def test_an_open_link_enrols_students_only_whatever_role_the_lms_claims(cast: Cast, platform: Platform) -> None:
+    # Any teacher of any course of the deployment can make a link naming course=c2; being an
+    # instructor of that other course must not make anyone staff here.
+    CourseLink.objects.create(deployment=platform.deployment, context_id="", course=cast.other_course)
+    claimed = launch(
+        browser(), platform.key, "teacher-9", [INSTRUCTOR], context={"id": "ctx-sandbox"}, custom={"course": "c2"}
+    )
+    assert claimed.status_code == 302
+    user = lti_user("teacher-9")
+    assert Enrolment.objects.get(user=user, course=cast.other_course).role == Role.STUDENT
+    # A role staff gave (roster, admin) is kept: the open link neither raises nor lowers it.
+    Enrolment.objects.filter(user=user, course=cast.other_course).update(role=Role.TA)
+    again = launch(
+        browser(), platform.key, "teacher-9", [LEARNER], context={"id": "ctx-sandbox"}, custom={"course": "c2"}
+    )
+    assert again.status_code == 302
+    assert Enrolment.objects.get(user=user, course=cast.other_course).role == Role.TA
+    # Through the exact link of the course's own context, the LMS's role counts.
+    launch(browser(), platform.key, "teacher-9", [INSTRUCTOR])
+    assert Enrolment.objects.get(user=user, course=cast.course).role == Role.INSTRUCTOR
+
+
+def test_a_launch_records_canvas_s_user_id_for_the_gradebook_export(cast: Cast, platform: Platform) -> None:
+    assert launch(browser(), platform.key, "student-1", custom={"canvas_user_id": "40123"}).status_code == 302
+    assert Enrolment.objects.get(user=lti_user("student-1")).lms_user_id == "40123"
+    # Anything but a plain number is not Canvas's id, and a later launch without it keeps it.
+    launch(browser(), platform.key, "student-1", custom={"canvas_user_id": "1; DROP"})
+    launch(browser(), platform.key, "student-1")
+    assert Enrolment.objects.get(user=lti_user("student-1")).lms_user_id == "40123"
+
+
 def test_it_lands_on_the_assignment_the_link_names(cast: Cast, platform: Platform) -> None:
     client = browser()
     response = launch(client, platform.key, "student-1", custom={"assignment": "a8"})
@@ -353,7 +384,7 @@ def test_it_refuses_a_token_without_an_expiry(cast: Cast, platform: Platform) ->
 
 def test_a_platform_never_signs_in_a_staff_account(cast: Cast, platform: Platform) -> None:
     assert launch(browser(), platform.key, "operator").status_code == 302
-    User.objects.filter(username=username_for(ISSUER, "operator")).update(is_staff=True)
+    User.objects.filter(username=username_for(ISSUER, CLIENT_ID, "operator")).update(is_staff=True)
     client = browser()
     response = launch(client, platform.key, "operator")
     assert response.status_code == 403
@@ -386,10 +417,12 @@ def test_jwks_serves_the_tools_public_keys_only(cast: Cast, platform: Platform) 
 
 
 def test_usernames_are_bounded_and_cannot_collide() -> None:
-    readable = username_for(ISSUER, "a6d5c443-1f51-4783-ba1a-7686ffe3b54a")
+    readable = username_for(ISSUER, CLIENT_ID, "a6d5c443-1f51-4783-ba1a-7686ffe3b54a")
     assert readable.endswith("-a6d5c443-1f51-4783-ba1a-7686ffe3b54a") and readable.startswith("lti-")
-    odd = username_for(ISSUER, "user with spaces/ü" + "x" * 240)
+    odd = username_for(ISSUER, CLIENT_ID, "user with spaces/ü" + "x" * 240)
     assert "+" in odd and len(odd) <= 81
-    assert username_for(ISSUER, "1") != username_for("https://other.example", "1")
+    assert username_for(ISSUER, CLIENT_ID, "1") != username_for("https://other.example", CLIENT_ID, "1")
+    # Two registrations of one issuer (Canvas Cloud tenants) never share an account.
+    assert username_for(ISSUER, CLIENT_ID, "1") != username_for(ISSUER, "another-tenant", "1")
     for name in (readable, odd):
         User._meta.get_field("username").run_validators(name)  # Django's alphabet and length

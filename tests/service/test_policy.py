@@ -127,3 +127,31 @@ def test_an_extension_is_only_for_a_student_of_the_course_and_only_staff_grant_i
     assert bad_date.status_code == 400 and b"due_at" in bad_date.content
     assert not Extension.objects.exists()
     assert User.objects.filter(username="nobody").count() == 0
+
+
+def test_every_assignment_draws_its_hidden_inputs_from_a_seed_of_its_own(cast: Cast) -> None:
+    # The shipped rubric and its seed are public: a course's hidden inputs must not follow from them.
+    from grader.rubric import load_rubric
+
+    public = load_rubric().seed
+    seeds = {cast.assignment.seed, cast.other_assignment.seed}
+    assert len(seeds) == 2 and public not in seeds
+    assert all(0 <= seed < 2**31 for seed in seeds)
+    # The class view shows it to staff, so that they can grade the same files with the CLI.
+    staff = cast.client(cast.instructor).get("/a/a8/class/")
+    assert str(cast.assignment.seed).encode() in staff.content
+
+
+def test_the_demo_loads_twice_but_never_takes_over_a_real_account(cast: Cast) -> None:
+    from service.courses.roster import RosterError, load_demo
+
+    first = dict(load_demo())
+    second = dict(load_demo())  # `make serve` again: new passwords for the demo's own accounts
+    assert set(first) == set(second) == {"instructor", "student1", "student2"} and first != second
+    assert User.objects.get(username="student1").check_password(second["student1"])
+    User.objects.filter(username="student2").delete()
+    real = User.objects.create_user("student2", "s2@uni.example", "a-long-enough-password")
+    with pytest.raises(RosterError, match="not a demo account"):
+        load_demo()
+    real.refresh_from_db()
+    assert real.check_password("a-long-enough-password")

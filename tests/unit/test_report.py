@@ -31,6 +31,7 @@ from grader.report import (
 )
 from grader.report.gradescope import dumps_gradescope
 from grader.report.html import TEMPLATE, CheckCard, environment
+from grader.report.markdown import render_markdown
 from grader.report.view import INFRA_BANNER, format_number, status_text
 from grader.results import (
     CheckResult,
@@ -299,7 +300,7 @@ def test_html_full_marks_content() -> None:
     assert "<caption>Points per section of the rubric</caption>" in html
     assert '<th scope="col">Section</th>' in html and '<th scope="row">' in html
     assert "3f9c2b7a1d0e" in html and "3f9c2b7a1d0e4" not in html  # short sha only
-    assert "20240917" in html
+    assert "20240917" not in html  # the seed: never on a page students read
     assert "<details>" in html and "<summary>Your program's output (2 lines)</summary>" in html
     # Section order is the result's; numbering is section.check.
     assert html.index('id="check-1-1"') < html.index('id="check-2-1"') < html.index('id="check-6-1"')
@@ -331,6 +332,14 @@ def test_html_never_shows_hidden_details() -> None:
     assert "Gradients disagree with the reference on random inputs." in hidden
     assert "0 / 3 points" in hidden and "Failed" in hidden
     assert "<table" not in hidden and "<details" not in hidden and "Hint" not in hidden
+
+
+@pytest.mark.parametrize("name", sorted(ALL))
+def test_html_never_shows_the_seed(name: str) -> None:
+    # Students read this page; with the seed and the rubric, anyone can draw the hidden inputs.
+    result = ALL[name]()
+    assert str(result.seed) not in render_feedback_html(result)
+    assert str(result.seed) not in render_markdown(result)
 
 
 def test_template_gates_hidden_details_on_its_own() -> None:
