@@ -279,8 +279,18 @@ def service() -> None:
 def _django() -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "service.settings")
     import django
+    from django.core.exceptions import ImproperlyConfigured
 
-    django.setup()
+    from service.devdb import ClusterError
+    from service.serve import adopt_local_service
+
+    try:
+        adopt_local_service()  # beside `make serve`: its database and key, unless DATABASE_URL says otherwise
+        django.setup()
+    except (ImproperlyConfigured, ClusterError) as error:
+        _fail(
+            InfraError(f"the service is not configured: {error} (set DATABASE_URL and SECRET_KEY as for the service)")
+        )
 
 
 @service.command("roster")

@@ -25,6 +25,19 @@ def _secret() -> str:
     return path.read_text().strip()
 
 
+def adopt_local_service() -> bool:
+    """Give this process `make serve`'s database and secret key when the environment names none
+    and `make serve` made them in this checkout (so `grader service ...` and `grader worker` work
+    beside it); False when there is nothing to adopt."""
+    if "DATABASE_URL" in os.environ or not (devdb.DEFAULT_FOLDER / "data" / "PG_VERSION").is_file():
+        return False
+    os.environ["DATABASE_URL"] = devdb.start(devdb.DEFAULT_FOLDER)  # started again if it was stopped
+    key = VAR / "secret_key"
+    if "SECRET_KEY" not in os.environ and "SECRET_KEY_FILE" not in os.environ and key.is_file():
+        os.environ["SECRET_KEY"] = key.read_text().strip()
+    return True
+
+
 def environment(port: int) -> dict[str, str]:
     env = dict(os.environ)
     env.setdefault("DATABASE_URL", devdb.start())

@@ -227,3 +227,24 @@ def test_the_installed_grader_command_runs_the_service_commands_from_any_folder(
     )
     assert done.returncode == InfraError.exit_code, done.stderr
     assert "unknown lane(s) ['bogus']" in done.stderr + done.stdout
+
+
+def test_beside_make_serve_the_service_commands_use_its_database_and_key(
+    postgres: str, postgres_folder: Any, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+
+    from service import devdb, serve
+
+    monkeypatch.setattr(devdb, "DEFAULT_FOLDER", postgres_folder)  # the running test cluster stands in
+    monkeypatch.setattr(serve, "VAR", tmp_path)
+    (tmp_path / "secret_key").write_text("the-key-make-serve-drew\n")
+    for name in ("DATABASE_URL", "SECRET_KEY", "SECRET_KEY_FILE"):
+        monkeypatch.delenv(name, raising=False)
+    assert serve.adopt_local_service()
+    assert os.environ["DATABASE_URL"] == devdb.url(postgres_folder) and ":" in os.environ["DATABASE_URL"][13:]
+    assert os.environ["SECRET_KEY"] == "the-key-make-serve-drew"
+    # A DATABASE_URL of the operator's own always wins.
+    monkeypatch.setenv("DATABASE_URL", "postgresql://grader@db.example.edu/grader")
+    assert not serve.adopt_local_service()
+    assert os.environ["DATABASE_URL"] == "postgresql://grader@db.example.edu/grader"
