@@ -109,11 +109,23 @@ def check(
 )
 @click.option("--jobs", type=click.IntRange(1, 64), help="Submissions graded at once [default: the CPU count].")
 @click.option("--force", is_flag=True, help="Regrade everything, even what the store says is up to date.")
+@click.option(
+    "--warm",
+    type=click.IntRange(0, 64),
+    help="Docker sandboxes started ahead of need, each used once [default: --jobs; 0: none].",
+)
 @rubric_option
 @sandbox_option
 @seed_option
 def grade(
-    source: Path, out: Path, jobs: int | None, force: bool, rubric_path: str | None, sandbox: str, seed: int | None
+    source: Path,
+    out: Path,
+    jobs: int | None,
+    force: bool,
+    warm: int | None,
+    rubric_path: str | None,
+    sandbox: str,
+    seed: int | None,
 ) -> None:
     """Grade a class: SOURCE is a folder (SOURCE/<student>/autograd_lab.py), a Gradescope export zip,
     a Canvas submissions download, or a zip of student folders.
@@ -131,28 +143,37 @@ def grade(
     runner = make_runner("docker" if sandbox == "auto" else sandbox)
     jobs = jobs or os.cpu_count() or 1
     if runner.name == "docker":
-        from .runners.docker import reap_orphans
+        from .runners.docker import DockerRunner, reap_orphans
 
         # Containers of a grader that was killed (kill -9 skips its cleanup) are removed first.
         reaped = reap_orphans()
         if reaped:
             echo(f"Removed {reaped} sandbox container(s)/volume(s) left by a grader that was killed.")
+        if (jobs if warm is None else warm) > 0 and isinstance(runner, DockerRunner):
+            from .pipeline import container_limits
+
+            runner.start_warm(jobs if warm is None else warm, expect=container_limits(rubric))
     console = Console(highlight=False)
     echo(f"Grading {source} with {rubric.name} ({runner.name} sandbox, {jobs} at a time)")
     started = time.monotonic()
-    with BatchProgress(console) as progress:
-        outcome = grade_class(
-            source,
-            out=out,
-            rubric=rubric,
-            runner=runner,
-            runner_factory=_runner_factory(runner),
-            jobs=jobs,
-            seed=seed,
-            force=force,
-            on_event=progress.event,
-            on_plan=progress.plan,
-        )
+    try:
+        with BatchProgress(console) as progress:
+            outcome = grade_class(
+                source,
+                out=out,
+                rubric=rubric,
+                runner=runner,
+                runner_factory=_runner_factory(runner),
+                jobs=jobs,
+                seed=seed,
+                force=force,
+                on_event=progress.event,
+                on_plan=progress.plan,
+            )
+    finally:
+        close = getattr(runner, "close", None)
+        if callable(close):
+            close()  # the warm containers nobody took are removed
     seconds = time.monotonic() - started
     console.print(
         summary_table(
@@ -198,7 +219,8 @@ def _runner_factory(first: Runner) -> Callable[[], Runner]:
         from .runners.docker import DockerRunner
 
         image = str(getattr(first, "image", ""))
-        return lambda: DockerRunner(image=image)
+        pool = getattr(first, "pool", None)  # one warm pool for every worker thread
+        return lambda: DockerRunner(image=image, pool=pool)
     from .runners.local import LocalRunner
 
     return LocalRunner

@@ -73,7 +73,9 @@ class Node:
     def scalar(self) -> Any:
         if not isinstance(self.node, yaml.ScalarNode):
             raise self.fail("expected a single value")
-        return yaml.safe_load(yaml.serialize(self.node))
+        # The safe loader's own constructor, on the node already composed (it has its tag): no
+        # second trip through the text per value.
+        return yaml.constructor.SafeConstructor().construct_object(self.node, deep=True)
 
     def text(self) -> str:
         value = self.scalar()

@@ -124,6 +124,10 @@ SELF_CHECKS_PER_WINDOW = env_int("SELF_CHECKS_PER_WINDOW", 10, minimum=1)
 SUBMITS_PER_WINDOW = env_int("SUBMITS_PER_WINDOW", 30, minimum=1)
 SELF_CHECK_WINDOW_SECONDS = env_int("SELF_CHECK_WINDOW_SECONDS", 600, minimum=1)
 GRADER_SANDBOX = env_text("GRADER_SANDBOX", "docker")  # docker, or local for trusted demos only
+# Sandboxes each worker keeps started ahead of demand (each used once; self-checks first).
+# Unset: one per slot (--concurrency); 0: none. Idle ones are removed after WARM_IDLE_SECONDS.
+WARM_SANDBOXES = env_int("WARM_SANDBOXES", -1, minimum=-1)
+WARM_IDLE_SECONDS = env_int("WARM_IDLE_SECONDS", 600, minimum=10)
 # A worker silent this long is taken for dead and its jobs run again. Workers heartbeat every
 # 10 s, so anything much shorter would run live workers' jobs twice.
 # Prometheus scrapes /metrics with "Authorization: Bearer <token>"; unset, /metrics is 404.

@@ -24,7 +24,9 @@ def _failure_words(script: ScriptRun) -> str:
     return f"{script.exception or 'failed'}{where}" + (f": {script.message}" if script.message else "")
 
 
-_EXHAUSTED = (*wire.SANDBOX_STOPS, "MemoryError", "RecursionError")
+# BlockingIOError: fork() (or a thread) refused at the sandbox's process limit. A fork bomb's
+# processes then print their tracebacks in any order, so where its runs "stop" is noise.
+_EXHAUSTED = (*wire.SANDBOX_STOPS, "MemoryError", "RecursionError", "BlockingIOError")
 
 
 def catching(ctx: Context) -> bool:

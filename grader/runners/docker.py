@@ -14,6 +14,7 @@ is an InfraError (the student is not blamed, the batch may retry).
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import socket
 import struct
@@ -41,7 +42,10 @@ from grader.runners.docker_settings import (
     run_labels,
     submission_archive,
 )
+from grader.runners.warm_pool import Warm, WarmPool
+from sandbox.harness import inputs
 
+log = logging.getLogger(__name__)
 STDERR_TAIL_BYTES = 4096
 KILL_GRACE_S = 15.0  # how long a killed container may take to be reported stopped
 READER_JOIN_S = 5.0
@@ -171,6 +175,7 @@ class DockerRunner:
         client: docker.DockerClient | None = None,
         command: Sequence[str] = HARNESS_COMMAND,
         labels: Mapping[str, str] | None = None,
+        pool: WarmPool | None = None,
     ) -> None:
         self._client = client or docker_client()
         # Extra labels (a batch id, a test session) make one caller's runs findable among
@@ -188,6 +193,31 @@ class DockerRunner:
             ) from error
         except DockerFailure as error:
             raise SandboxUnavailable(f"cannot look up sandbox image {self.image}: {error}") from error
+        # Containers started ahead of demand (grader.runners.warm_pool), shared by the runners of
+        # one process; none: every run creates and starts its own. ``warm_reserve``: how many
+        # ready ones a run must leave to others (a counted job leaves one for a self-check).
+        self.pool = pool
+        self.warm_reserve = 0
+
+    def start_warm(self, size: int, *, idle_seconds: float = 600.0, expect: ContainerLimits | None = None) -> WarmPool:
+        """Keep ``size`` containers started and waiting; ``expect``: the limits to make them for."""
+        if self.pool is None:
+            self.pool = WarmPool(
+                docker_client(),  # the filler's own client: it works while runs use theirs
+                self.image_id,
+                size=size,
+                idle_seconds=idle_seconds,
+                labels=self._labels,
+                swappiness=self._engine_accepts_swappiness(),
+            )
+        if expect is not None:
+            self.pool.expect(expect)
+        return self.pool
+
+    def close(self) -> None:
+        """Remove the warm containers still waiting."""
+        if self.pool is not None:
+            self.pool.close()
 
     def _engine_accepts_swappiness(self) -> bool:
         if self._swappiness is None:
@@ -195,6 +225,37 @@ class DockerRunner:
         return self._swappiness
 
     def run(self, *, source: bytes, filename: str, plan: bytes, limits: ContainerLimits) -> RawRun:
+        warm = self.pool.take(limits, reserve=self.warm_reserve) if self.pool is not None else None
+        if warm is not None:
+            return self._run_warm(warm, source=source, filename=filename, plan=plan, limits=limits)
+        return self._run_cold(source=source, filename=filename, plan=plan, limits=limits)
+
+    def _run_warm(self, warm: Warm, *, source: bytes, filename: str, plan: bytes, limits: ContainerLimits) -> RawRun:
+        """The inputs go to a started container's harness; then it is a cold run's twin. Should
+        the container fail before it took them, the run goes cold instead: never charged."""
+        if not _FILENAME_OK(filename):
+            raise ValueError(f"not a plain file name: {filename!r}")
+        container = self._client.containers.prepare_model({"Id": warm.container_id})
+        finished = False
+        try:
+            try:
+                _send(warm.sock, inputs.header(plan, source, filename) + plan + source)
+            except OSError as error:
+                log.warning("a warm sandbox failed before its run (%s); grading in a fresh one", error)
+                _close(warm.sock)
+                _remove(container, None)
+                return self._run_cold(source=source, filename=filename, plan=plan, limits=limits)
+            raw = self._execute(container, limits, warm=warm)
+            finished = True
+            return raw
+        except DockerFailure as error:
+            raise InfraError(f"docker failed while grading: {error}") from error
+        finally:
+            problems = _remove(container, self._client.volumes.prepare_model({"Name": warm.volume}))
+            if problems and finished:
+                raise InfraError("could not clean up: " + "; ".join(problems))
+
+    def _run_cold(self, *, source: bytes, filename: str, plan: bytes, limits: ContainerLimits) -> RawRun:
         archive = submission_archive(plan=plan, source=source, filename=filename)
         run_id = uuid.uuid4().hex
         container: Container | None = None
@@ -229,8 +290,9 @@ class DockerRunner:
                 # The grade is sound, but a leak means the engine misbehaves: say so loudly.
                 raise InfraError("could not clean up: " + "; ".join(problems))
 
-    def _execute(self, container: Container, limits: ContainerLimits) -> RawRun:
-        """Start, read with caps, stop at the deadline, collect the final state."""
+    def _execute(self, container: Container, limits: ContainerLimits, *, warm: Warm | None = None) -> RawRun:
+        """Start (unless warm: started and attached already), read with caps, stop at the
+        deadline, collect the final state."""
         output = _Output(limits.stdout_bytes)
         streams: list[Any] = []
 
@@ -244,9 +306,13 @@ class DockerRunner:
             return ((data, None) if kind == STDOUT else (None, data) for kind, data in _frames(sock))
 
         try:
-            # Attached before start, so no output is produced before we listen.
-            first = attach(True)
-            container.start()
+            if warm is None:
+                # Attached before start, so no output is produced before we listen.
+                first = attach(True)
+                container.start()
+            else:
+                streams.append(warm.sock)
+                first = ((data, None) if kind == STDOUT else (None, data) for kind, data in warm.frames)
             started = time.monotonic()
             deadline = started + limits.wall_seconds
             reader = threading.Thread(
@@ -309,6 +375,20 @@ class DockerRunner:
 
 
 OWNER_LABEL = f"{LABEL}.owner"
+
+
+def _FILENAME_OK(filename: str) -> bool:
+    try:
+        submission_archive(plan=b"", source=b"", filename=filename)
+    except ValueError:
+        return False
+    return True
+
+
+def _send(sock: Any, data: bytes) -> None:
+    """Write to an attach socket (docker-py hands back the socket itself or a SocketIO over it)."""
+    raw = getattr(sock, "_sock", sock)
+    raw.sendall(data)
 
 
 def owner_id(pid: int | None = None) -> str:

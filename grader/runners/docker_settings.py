@@ -88,8 +88,11 @@ def create_container(
     command: Sequence[str] = HARNESS_COMMAND,
     swappiness: bool = True,
     labels: Mapping[str, str] | None = None,
+    stdin: bool = False,
 ) -> Container:
-    """Create (not start) the container for one run, with every trust-boundary default on."""
+    """Create (not start) the container for one run, with every trust-boundary default on.
+    ``stdin``: a warm container, whose harness reads its inputs from an attached standard input
+    (closed when that one client goes)."""
     memory = f"{limits.memory_mb}m"
     extra: dict[str, Any] = {"mem_swappiness": 0} if swappiness else {}
     return client.containers.create(
@@ -133,6 +136,6 @@ def create_container(
         environment=dict(SANDBOX_ENV),
         stop_signal="SIGKILL",  # nothing inside deserves a graceful stop
         tty=False,
-        stdin_open=False,
+        stdin_open=stdin,  # docker-py then sets StdinOnce: stdin closes when our one attach goes
         **extra,
     )

@@ -119,12 +119,56 @@ class _File:
             return None
 
 
+Slot = tuple[str, int | None]  # a child's field in its parent, and its index when the field is a list
+
+
+def _slot(parent: ast.AST, child: ast.AST) -> Slot:
+    for field, value in ast.iter_fields(parent):
+        if value is child:
+            return field, None
+        if isinstance(value, list):
+            for index, item in enumerate(value):
+                if item is child:
+                    return field, index
+    raise KeyError(f"{type(child).__name__} is not a child of {type(parent).__name__}")
+
+
+def _path(root: ast.AST, target: ast.AST) -> list[Slot]:
+    """The slots from ``root`` down to ``target`` (found depth-first)."""
+    stack: list[tuple[ast.AST, list[Slot]]] = [(root, [])]
+    while stack:
+        node, path = stack.pop()
+        if node is target:
+            return path
+        for child in ast.iter_child_nodes(node):
+            stack.append((child, [*path, _slot(node, child)]))
+    raise KeyError("the node is not in the tree")
+
+
+def _follow(root: ast.AST, path: list[Slot]) -> ast.AST:
+    node = root
+    for field, index in path:
+        value = getattr(node, field)
+        node = value[index] if index is not None else value
+    return node
+
+
 def _twins(file: _File) -> tuple[ast.Module, Callable[[ast.AST], ast.AST]]:
     """A second tree of the file (parsing is cheaper than copying) and a map from the nodes of
-    ``file.tree`` to their twins."""
+    the engine class in ``file.tree`` to their twins: the same slots followed from the root, so
+    only the nodes asked for are looked up."""
     new = _parse(file.text)
-    pairs = {id(a): b for a, b in zip(ast.walk(file.tree), ast.walk(new), strict=True)}
-    return new, lambda node: pairs[id(node)]
+    to_class = _path(file.tree, file.cls)
+
+    def twin(node: ast.AST) -> ast.AST:
+        slots: list[Slot] = []
+        while node is not file.cls:
+            parent = file.parents[id(node)]
+            slots.append(_slot(parent, node))
+            node = parent
+        return _follow(new, [*to_class, *reversed(slots)])
+
+    return new, twin
 
 
 def _sees_its_locals(scope: ast.AST) -> bool:

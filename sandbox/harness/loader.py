@@ -75,18 +75,30 @@ def definitions_only(tree: ast.Module) -> tuple[ast.Module, list[int]]:
     return ast.Module(body=kept, type_ignores=[]), skipped
 
 
+_COMPILED: dict[tuple[str, str], types.CodeType] = {}  # set in the fork server, inherited by its children
+
+
+def precompile(source: str, filename: str) -> bool:
+    """Compile (never run) the whole file once, for ``load_module`` in every later child."""
+    _COMPILED.clear()
+    _COMPILED[(source, filename)] = compile(parse(source, filename), filename, "exec")
+    return True
+
+
 def load_module(
     source: str, filename: str, mode: str, tree: ast.Module | None = None
 ) -> tuple[types.ModuleType, list[str]]:
     """Execute the submission as module ``autograd_lab``; ``mode`` is "full" or "definitions"."""
     notices: list[str] = []
-    tree = tree if tree is not None else parse(source, filename)
+    code = _COMPILED.get((source, filename)) if mode != "definitions" and tree is None else None
+    tree = tree if tree is not None or code is not None else parse(source, filename)
     module = types.ModuleType(MODULE_NAME)
     module.__file__ = filename
     sys.modules[MODULE_NAME] = module
     if mode != "definitions":
-        exec(compile(tree, filename, "exec"), module.__dict__)
+        exec(code if code is not None else compile(tree, filename, "exec"), module.__dict__)  # type: ignore[arg-type]
         return module, notices
+    assert tree is not None
     kept, skipped = definitions_only(tree)
     failed: list[str] = []
     # One statement at a time: a kept statement that still fails (an import of a missing

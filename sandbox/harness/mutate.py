@@ -667,16 +667,30 @@ BY_ID: dict[str, Operator] = {op.id: op for op in (*CATALOGUE, *GUARDS)}
 
 
 def mutate(
-    tree: ast.Module, operator_id: str, class_name: str, *, in_place: bool = False
+    tree: ast.Module, operator_id: str, class_name: str, *, in_place: bool = False, locations: bool = True
 ) -> tuple[ast.Module, list[int]]:
     """A mutated copy of ``tree`` and the lines edited; the original is left untouched unless
-    ``in_place`` (a tree parsed just for this mutant: copying costs more than parsing)."""
+    ``in_place`` (a tree parsed just for this mutant: copying costs more than parsing).
+    ``locations=False`` leaves new nodes without positions: for a tree that is only written
+    back as text, never compiled."""
     operator = BY_ID.get(operator_id)
     if operator is None:
         raise NotApplicable(f"unknown mutation {operator_id!r}")
     copied = tree if in_place else copy.deepcopy(tree)
     lines = operator.transform(Engine(copied, class_name))
-    return ast.fix_missing_locations(copied), lines
+    return (ast.fix_missing_locations(copied) if locations else copied), lines
+
+
+_ORIGINAL: dict[tuple[str, str], ast.Module] = {}  # the last file's tree, read-only, shared by its mutants
+
+
+def _original(source: str, filename: str) -> ast.Module:
+    """The student's file parsed once for all its mutants (splicing only reads it)."""
+    key = (source, filename)
+    if key not in _ORIGINAL:
+        _ORIGINAL.clear()
+        _ORIGINAL[key] = loader.parse(source, filename)
+    return _ORIGINAL[key]
 
 
 def mutate_text(
@@ -685,6 +699,6 @@ def mutate_text(
     """The mutated file as text, and the lines edited as ``mutate`` reports them. Only edited
     statements are rewritten (``splice``): a mutant differs from the student's file only where
     its bug is. Raises NotApplicable as ``mutate`` does (loader.LoadError if it does not parse)."""
-    tree = loader.parse(source, filename)
-    mutated, lines = mutate(loader.parse(source, filename), operator_id, class_name, in_place=True)
-    return splice.write_back(source, tree, mutated), lines
+    tree = _original(source, filename)
+    mutated, lines = mutate(loader.parse(source, filename), operator_id, class_name, in_place=True, locations=False)
+    return splice.write_back(source, tree, mutated, lines), lines

@@ -142,14 +142,41 @@ def render(node: ast.AST, indent: str, newline: str = "\n") -> str:
 
 
 def same(a: object, b: object) -> bool:
-    """``ast.dump(a) == ast.dump(b)`` (positions ignored), stopping at the first difference."""
+    """``ast.dump(a) == ast.dump(b)`` (positions ignored), stopping at the first difference.
+
+    Written as plain loops (no generators): every mutant's text is checked with it, on the
+    whole tree, inside the sandbox's CPU budget."""
     if type(a) is not type(b):
         return False
-    if isinstance(a, ast.AST):
-        return all(same(getattr(a, f, None), getattr(b, f, None)) for f in a._fields)
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
-    return a == b and repr(a) == repr(b)
+    if isinstance(a, list):
+        return _same_lists(a, b)  # type: ignore[arg-type]
+    if not isinstance(a, ast.AST):
+        return a == b and repr(a) == repr(b)
+    for field in a._fields:
+        x, y = getattr(a, field, None), getattr(b, field, None)
+        if x is y:
+            continue  # one object (the shared Load and Store contexts, None)
+        kind = type(x)
+        if kind is not type(y):
+            return False
+        if kind is list:
+            if not _same_lists(x, y):  # type: ignore[arg-type]
+                return False
+        elif isinstance(x, ast.AST):
+            if not same(x, y):
+                return False
+        elif x != y or repr(x) != repr(y):
+            return False
+    return True
+
+
+def _same_lists(a: list[object], b: list[object]) -> bool:
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b, strict=True):
+        if not same(x, y):
+            return False
+    return True
 
 
 def _header(node: ast.AST) -> str:
@@ -208,13 +235,17 @@ class _Replace(ast.NodeTransformer):
 
     def __init__(self, swaps: dict[int, ast.AST | None]):
         self.swaps = swaps
+        self.pending = set(swaps)  # once every node is swapped, the rest of the tree is left alone
 
     def generic_visit(self, node: ast.AST) -> ast.AST:
+        if not self.pending:
+            return node
         for field, old in ast.iter_fields(node):
             if isinstance(old, list):
                 new_items = []
                 for item in old:
                     if isinstance(item, ast.AST) and id(item) in self.swaps:
+                        self.pending.discard(id(item))
                         swapped = self.swaps[id(item)]
                         new_items.append(swapped if swapped is not None else _pass(item))
                     elif isinstance(item, ast.AST):
@@ -224,6 +255,7 @@ class _Replace(ast.NodeTransformer):
                 setattr(node, field, new_items)
             elif isinstance(old, ast.AST):
                 if id(old) in self.swaps:
+                    self.pending.discard(id(old))
                     swapped = self.swaps[id(old)]
                     setattr(node, field, swapped if swapped is not None else _pass(old))
                 else:
@@ -243,9 +275,19 @@ def replace(tree: ast.Module, swaps: dict[int, ast.AST | None]) -> None:
 
 
 class _Planner:
-    def __init__(self, source: Source, fine: bool):
+    def __init__(self, source: Source, fine: bool, edited: Sequence[int] | None = None):
         self.src = source
         self.fine = fine
+        self.edited = sorted(set(edited)) if edited is not None else None
+
+    def _untouched(self, old: ast.stmt) -> bool:
+        """No edited line falls in ``old``'s lines: the statement is the same in both trees
+        (``new`` was parsed from the same text; the final check catches a line not reported)."""
+        if self.edited is None:
+            return False
+        first, last = self.src.first_line(old), getattr(old, "end_lineno", None) or old.lineno
+        at = bisect.bisect_left(self.edited, first)
+        return at == len(self.edited) or self.edited[at] > last
 
     def _padding(self, lineno: int, old_lines: int, new_text: str) -> list[Edit]:
         """Blank lines after line ``lineno`` so later lines keep their numbers."""
@@ -331,12 +373,18 @@ class _Planner:
         return edits
 
     def statement(self, old: ast.stmt, new: ast.stmt) -> list[Edit] | None:
-        if same(old, new):
+        if self._untouched(old):
             return []
         if self.fine and type(old) is type(new) and blocks(old):
+            # Header, then bodies: an unchanged compound statement yields no edit, and each of
+            # its statements is compared once (not again at every level above it).
             edits = self.compound(old, new)
             if edits is not None:
                 return edits
+        elif same(old, new):
+            return []
+        if same(old, new):
+            return []
         return self.replace(old, new)
 
     def body(self, olds: list[ast.stmt], news: list[ast.stmt]) -> list[Edit] | None:
@@ -380,10 +428,14 @@ def apply(text: str, edits: list[Edit]) -> str:
     return "".join([*pieces, text[at:]])
 
 
-def splice(source: str, old: ast.Module, new: ast.Module, *, fine: bool = True) -> str:
+def splice(
+    source: str, old: ast.Module, new: ast.Module, *, fine: bool = True, edited: Sequence[int] | None = None
+) -> str:
     """``source`` (which parses to ``old``) edited to parse to ``new``, as described above.
-    With ``fine=False`` whole top-level statements are rewritten (a fallback)."""
-    edits = _Planner(Source(source), fine).body(old.body, new.body)
+    With ``fine=False`` whole top-level statements are rewritten (a fallback). ``edited``: the
+    lines the edit touched (``new`` being a fresh parse of ``source``, edited): statements
+    without one are not compared."""
+    edits = _Planner(Source(source), fine, edited).body(old.body, new.body)
     if edits is None:
         raise SpliceError("the edit cannot be written back as splices")
     text = apply(source, edits)
@@ -398,11 +450,14 @@ def splice(source: str, old: ast.Module, new: ast.Module, *, fine: bool = True) 
     return text
 
 
-def write_back(source: str, old: ast.Module, new: ast.Module) -> str:
-    """``splice``, falling back to whole top-level statements, then to ``ast.unparse``."""
-    for fine in (True, False):
+def write_back(source: str, old: ast.Module, new: ast.Module, edited: Sequence[int] | None = None) -> str:
+    """``splice``, falling back to whole top-level statements, then to ``ast.unparse``.
+    With the ``edited`` lines, only statements holding one are compared first; should they not
+    tell the whole edit (the check fails), every statement is."""
+    first = [(True, edited)] if edited is not None else []
+    for fine, lines in (*first, (True, None), (False, None)):
         try:
-            return splice(source, old, new, fine=fine)
+            return splice(source, old, new, fine=fine, edited=lines)
         except SpliceError:
             continue
     return ast.unparse(new) + "\n"

@@ -18,7 +18,7 @@ import sys
 import time
 from typing import Any
 
-from . import child, facts, loader, mutation, wire
+from . import child, facts, inputs, loader, mutation, wire
 from .child_records import LoadRecords, ProgramRecords
 from .runs import Identity, Runs
 from .zygote import Zygote
@@ -127,6 +127,9 @@ class Supervisor:
                         **self._flags(),
                     }
                 )
+                if mode == "full":
+                    # A child has compiled this text: the fork server may, once for all the rest.
+                    self.runs.zygote.precompile(self.source, self.filename)
                 return True
             if load is None:
                 notices.append(f"Importing the file {_stopped_words(summary, self.script_seconds)}.")
@@ -211,10 +214,21 @@ def _preload() -> None:
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="run_harness")
     parser.add_argument("--workdir", required=True)
+    parser.add_argument(
+        "--inputs-on-stdin",
+        action="store_true",
+        help="a warm sandbox: wait for the plan and the submission on standard input (inputs.py)",
+    )
     args = parser.parse_args(argv)
     # The fork server first: nothing of the plan may be in its memory, nor in any child's.
-    zygote = Zygote.start(child.main, _preload)
+    zygote = Zygote.start(child.main, _preload, loader.precompile)
     try:
+        if args.inputs_on_stdin:
+            try:
+                inputs.receive(sys.stdin.buffer, args.workdir)
+            except inputs.BadInputs as error:
+                print(f"harness: {error}", file=sys.stderr)
+                return 3  # the host sent something else: its failure, never the student's
         return _supervise(args.workdir, zygote)
     finally:
         zygote.close()

@@ -4,11 +4,14 @@ The harness starts it before it reads the plan, so this process holds no plan, n
 input or order of runs, and it never reads a task either: for each run the supervisor passes
 it three file descriptors (the task, the record channel, the output); it forks a child that
 reads its task from the first one, and reports back the child's pid and, once the child has
-ended, its wait status. Interpreter start-up and common imports are paid once, here.
+ended, its wait status. Interpreter start-up and common imports are paid once, here, and so is
+compiling the submission: once a child has loaded it, the supervisor has the fork server compile
+it (never run it), and every later child executes that code object.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import select
 import socket
@@ -17,9 +20,11 @@ from collections.abc import Callable
 from typing import NoReturn
 
 _MESSAGE = struct.Struct("!Bq")
-SPAWNED, EXITED, NO_FORK = 1, 2, 3
+SPAWNED, EXITED, NO_FORK, COMPILED = 1, 2, 3, 4
+MAX_SOURCE = 8 * 1024 * 1024  # what a precompile request may carry
 
 ChildMain = Callable[[int, int, int], NoReturn]
+Precompile = Callable[[str, str], bool]  # (source, filename): compiled and kept for the children
 
 
 class ZygoteGone(Exception):
@@ -34,7 +39,9 @@ class Zygote:
         self.sock = sock
 
     @classmethod
-    def start(cls, child_main: ChildMain, preload: Callable[[], None] | None = None) -> Zygote:
+    def start(
+        cls, child_main: ChildMain, preload: Callable[[], None] | None = None, precompile: Precompile | None = None
+    ) -> Zygote:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         pid = os.fork()
         if pid == 0:  # the fork server
@@ -43,12 +50,38 @@ class Zygote:
                 ours.close()
                 if preload is not None:
                     preload()
-                _serve(theirs, child_main)
+                _serve(theirs, child_main, precompile)
             except BaseException:
                 status = 70
             os._exit(status)
         theirs.close()
         return cls(pid, ours)
+
+    def precompile(self, source: str, filename: str) -> bool:
+        """Have the fork server compile (never run) the submission once, so that every later
+        child starts from the code object instead of compiling it again. Call only once a child
+        has loaded the same text: a text the compiler chokes on never reaches the fork server."""
+        body = json.dumps({"source": source, "filename": filename}).encode()
+        if len(body) > MAX_SOURCE:
+            return False
+        read_end, write_end = os.pipe()
+        try:
+            socket.send_fds(self.sock, [b"C"], [read_end])
+            os.close(read_end)
+            read_end = -1
+            with os.fdopen(write_end, "wb") as pipe:
+                write_end = -1
+                pipe.write(body)
+            kind, value = self._receive(timeout=30.0)
+        except OSError as error:
+            raise ZygoteGone(str(error)) from error
+        finally:
+            for fd in (read_end, write_end):
+                if fd >= 0:
+                    os.close(fd)
+        if kind != COMPILED:
+            raise ZygoteGone(f"unexpected answer {kind}")
+        return bool(value)
 
     def spawn(self, task: int, records: int, output: int) -> int:
         """Fork one child with these descriptors; its pid, or -errno when no process could be made."""
@@ -94,7 +127,35 @@ class Zygote:
         return kind, value
 
 
-def _serve(sock: socket.socket, child_main: ChildMain) -> None:
+def _read_request(fd: int) -> dict[str, str] | None:
+    chunks, size = [], 0
+    with os.fdopen(fd, "rb") as pipe:
+        while chunk := pipe.read(1 << 16):
+            size += len(chunk)
+            if size > MAX_SOURCE:
+                return None
+            chunks.append(chunk)
+    request = json.loads(b"".join(chunks))
+    if not isinstance(request, dict) or not all(isinstance(request.get(k), str) for k in ("source", "filename")):
+        return None
+    return request
+
+
+def _precompile(sock: socket.socket, fds: list[int], precompile: Precompile | None) -> None:
+    done = False
+    try:
+        request = _read_request(fds[0]) if len(fds) == 1 and precompile is not None else None
+        if request is not None:
+            done = precompile(request["source"], request["filename"])  # type: ignore[misc]
+    except Exception:
+        done = False  # no code object kept: the children compile as before
+    finally:
+        for fd in fds[1:]:
+            os.close(fd)
+    sock.sendall(_MESSAGE.pack(COMPILED, int(done)))
+
+
+def _serve(sock: socket.socket, child_main: ChildMain, precompile: Precompile | None = None) -> None:
     """One child at a time: fork it, report its pid, wait for it, report how it ended."""
     while True:
         try:
@@ -103,6 +164,9 @@ def _serve(sock: socket.socket, child_main: ChildMain) -> None:
             return
         if not message:
             return  # the supervisor is done
+        if message == b"C":
+            _precompile(sock, fds, precompile)
+            continue
         if len(fds) != 3:
             for fd in fds:
                 os.close(fd)

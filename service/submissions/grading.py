@@ -24,7 +24,8 @@ from grader.errors import GraderError
 from grader.pipeline import grade_source
 from grader.results import Status, Visibility
 from grader.results_io import result_to_json
-from grader.runners.base import Runner
+from grader.runners.base import ContainerLimits, Runner
+from grader.runners.warm_pool import WarmPool
 
 from ..fleet import registry
 from .models import GradingRun, Kind, State, Submission
@@ -38,8 +39,27 @@ class InfraFailure(Exception):
     """The grader, not the submission, failed: the job is retried and no attempt is counted."""
 
 
+_warm: list[WarmPool] = []  # this worker process's warm sandboxes, when it keeps any
+
+
+def start_warm_pool(size: int, *, idle_seconds: float, expect: ContainerLimits | None = None) -> WarmPool:
+    """Warm sandboxes for every grading thread of this process (``grader worker`` starts them)."""
+    from grader.runners.docker import DockerRunner
+
+    if not _warm:
+        first = DockerRunner()
+        _warm.append(first.start_warm(size, idle_seconds=idle_seconds, expect=expect))
+    return _warm[0]
+
+
+def stop_warm_pool() -> None:
+    while _warm:
+        _warm.pop().close()
+
+
 def runner() -> Runner:
-    """One runner per worker thread (the Docker client is not shared between threads)."""
+    """One runner per worker thread (the Docker client is not shared between threads); the warm
+    pool, if any, is shared by all of them."""
     found: Runner | None = getattr(_runners, "runner", None)
     if found is None:
         if settings.GRADER_SANDBOX == "local":
@@ -49,9 +69,16 @@ def runner() -> Runner:
         else:
             from grader.runners.docker import DockerRunner
 
-            found = DockerRunner()
+            found = DockerRunner(pool=_warm[0] if _warm else None)
         _runners.runner = found
     return found
+
+
+def _prefer_self_checks(sandbox: Runner, submission: Submission) -> None:
+    """A self-check takes any warm sandbox; a counted job or a regrade leaves one for it."""
+    pool = getattr(sandbox, "pool", None)
+    if pool is not None:
+        sandbox.warm_reserve = 0 if submission.lane == Lane.SELF_CHECK.value or pool.size < 2 else 1  # type: ignore[attr-defined]
 
 
 WORKER = f"{socket.gethostname()}:{os.getpid()}"
@@ -191,6 +218,7 @@ def grade(submission_id: int, *, final_attempt: bool) -> str:
         _stop_if_engine_gone()
         _give_back(submission, run, str(error), final_attempt=final_attempt)
         return State.INFRA_ERROR.value
+    _prefer_self_checks(sandbox, submission)
     try:
         graded = grade_source(
             bytes(submission.content),

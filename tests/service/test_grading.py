@@ -129,3 +129,34 @@ def test_staff_override_and_regrade_keep_the_history(cast: Cast) -> None:
     assert gradescope["alice"]["score"] == 90
     assert staff.get("/a/a8/class/export/nonsense").status_code == 404
     assert cast.client(cast.student).get("/a/a8/class/export/grades.csv").status_code == 404
+
+
+def test_a_worker_with_warm_sandboxes_grades_a_self_check_in_one_and_a_submit_leaves_one(
+    cast: Cast, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+
+    from grader.pipeline import container_limits
+    from service.submissions import grading
+
+    monkeypatch.setattr(grading, "_runners", threading.local())  # this thread's runner shares the pool
+    pool = grading.start_warm_pool(2, idle_seconds=600, expect=container_limits(load_rubric()))
+    try:
+        assert pool.wait_ready(2, timeout=90)
+        waiting = {w.container_id for w in pool._ready}
+        check = upload(cast, "self_check", GOOD)
+        work()
+        done = Submission.objects.get(pk=check)
+        assert done.state == State.GRADED and done.score == done.max_score
+        taken = waiting - {w.container_id for w in pool._ready}
+        assert len(taken) == 1  # the self-check ran in a container started before it arrived
+        # A counted job leaves one warm sandbox for the next self-check; a self-check takes any.
+        runner = grading.runner()
+        assert getattr(runner, "pool", None) is pool
+        counted = Submission.objects.get(pk=upload(cast, "submit", GOOD))
+        grading._prefer_self_checks(runner, counted)
+        assert runner.warm_reserve == 1  # type: ignore[attr-defined]
+        grading._prefer_self_checks(runner, done)
+        assert runner.warm_reserve == 0  # type: ignore[attr-defined]
+    finally:
+        grading.stop_warm_pool()

@@ -20,6 +20,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from ....fleet.identity import current_recipe, queue_for
 from ....fleet.registry import Identity, Registration
+from ... import grading
 from ...queue import LANES
 
 MAINTENANCE = "maintenance"
@@ -70,10 +71,17 @@ class Command(BaseCommand):
         if not 1 <= concurrency <= 64:
             raise CommandError("--concurrency must be between 1 and 64")
         image, image_id = self._image()
+        self._warm(concurrency)
         recipe = current_recipe()
         # A lane's queue carries the recipe: this worker takes only jobs its own sandbox may grade.
         listened = [name if name == MAINTENANCE else queue_for(name, recipe) for name in queues]
         identity = Identity(recipe, image, image_id, queues, concurrency)
+        try:
+            self._take_jobs(identity, listened, concurrency)
+        finally:
+            grading.stop_warm_pool()  # the warm sandboxes nobody took are removed
+
+    def _take_jobs(self, identity: Identity, listened: list[str], concurrency: int) -> None:
         while True:
             lost = _LostDatabase()
             procrastinate_log = logging.getLogger("procrastinate")
@@ -94,6 +102,26 @@ class Command(BaseCommand):
             self.stderr.write(f"Lost the database ({lost.said}); waiting for it to come back.")
             _wait_for_database()
 
+
+    def _warm(self, concurrency: int) -> None:
+        """Sandboxes started ahead of the jobs: one per slot unless WARM_SANDBOXES says otherwise,
+        made for the limits of the newest assignment's rubric."""
+        size = concurrency if settings.WARM_SANDBOXES < 0 else settings.WARM_SANDBOXES
+        if settings.GRADER_SANDBOX != "docker" or size == 0:
+            return
+        from grader.errors import GraderError
+        from grader.pipeline import container_limits
+        from grader.rubric import load_rubric
+
+        from ....courses.models import Assignment
+
+        newest = Assignment.objects.order_by("-due_at").first()
+        try:
+            rubric = newest.rubric() if newest is not None else load_rubric()
+        except (GraderError, OSError):
+            rubric = load_rubric()
+        grading.start_warm_pool(size, idle_seconds=settings.WARM_IDLE_SECONDS, expect=container_limits(rubric))
+        self.stderr.write(f"Keeping {size} sandbox(es) warm.")
 
     def _image(self) -> tuple[str, str]:
         if settings.GRADER_SANDBOX != "docker":

@@ -1,0 +1,96 @@
+"""What keeps a child cheap without changing what it observes: the submission compiled once
+in the fork server, no cleanup child for a run that left nothing, and mutants written back by
+comparing only the statements their edit touched."""
+
+from __future__ import annotations
+
+import builtins
+import glob
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sandbox.harness import child, loader, mutate, runs, splice
+from sandbox.harness.zygote import Zygote
+
+REPO = Path(__file__).resolve().parents[2]
+SOURCE = (REPO / "reference" / "autograd_lab.py").read_text(encoding="utf-8")
+
+
+def test_a_precompiled_submission_is_executed_not_compiled_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert loader.precompile(SOURCE, "autograd_lab.py")
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("compiled again")
+
+    monkeypatch.setattr(builtins, "compile", refuse)
+    module, _ = loader.load_module(SOURCE, "autograd_lab.py", "full")
+    assert (module.Value(2.0) * 3).data == 6.0
+    assert module.Value.__add__.__code__.co_filename == "autograd_lab.py"  # tracebacks name the file
+    with pytest.raises(AssertionError, match="compiled again"):
+        loader.load_module(SOURCE + "\n", "autograd_lab.py", "full")  # another text is compiled as ever
+    monkeypatch.undo()
+    loader._COMPILED.clear()
+
+
+def test_the_fork_server_compiles_on_request_and_still_forks() -> None:
+    zygote = Zygote.start(child.main, None, loader.precompile)
+    try:
+        assert zygote.precompile(SOURCE, "autograd_lab.py") is True
+        assert zygote.precompile("def broken(:\n", "autograd_lab.py") is False  # refused, never fatal
+        # The fork server still forks after both.
+        who = runs.Identity(None, None)
+        run = runs.Runs(zygote, who, deadline=float("inf"), memory_bytes=1 << 31, output_bytes=1 << 20)
+        task = {"kind": "cleanup", "filename": "", "source": "", "mode": "", "stand_ins": [], "scratch": ""}
+        records, summary = run.run(task, runs._NoRecords(), timeout=5.0, progress_resets=False)
+        assert summary["status"] == "ok" and records == []
+        run.close()
+    finally:
+        zygote.close()
+
+
+def test_a_run_that_left_no_file_needs_no_cleanup_child(tmp_path: Path) -> None:
+    assert runs._nothing_left(str(tmp_path), os.getuid()) is (not _ipc_objects_of_mine())
+    (tmp_path / "left.txt").write_text("x")
+    assert runs._nothing_left(str(tmp_path), os.getuid()) is False
+    assert runs._nothing_left(str(tmp_path / "gone"), os.getuid()) is False  # unreadable: the child looks
+
+
+def _ipc_objects_of_mine() -> bool:
+    uid = str(os.getuid())
+    for kind in ("msg", "sem", "shm"):
+        try:
+            header, *rows = Path(f"/proc/sysvipc/{kind}").read_text().splitlines()
+        except OSError:
+            return True
+        column = header.split().index("uid")
+        if any(row.split()[column] == uid for row in rows if len(row.split()) > column):
+            return True
+    return False
+
+
+def _parses(path: str) -> bool:
+    try:
+        loader.parse(Path(path).read_text(encoding="utf-8"), "autograd_lab.py")
+    except loader.LoadError:
+        return False  # a file that does not parse has no mutants
+    return True
+
+
+ENGINES = [p for p in sorted(glob.glob(str(REPO / "submissions" / "*" / "autograd_lab.py"))) if _parses(p)][:6]
+
+
+@pytest.mark.parametrize("path", ENGINES, ids=lambda p: Path(p).parent.name)
+def test_mutants_written_back_from_their_edited_lines_are_the_mutants_of_a_full_comparison(path: str) -> None:
+    source = Path(path).read_text(encoding="utf-8")
+    original = loader.parse(source, "autograd_lab.py")
+    for operator in mutate.CATALOGUE:
+        try:
+            text, lines = mutate.mutate_text(source, operator.id, "Value")
+        except mutate.NotApplicable:
+            continue
+        mutated, same_lines = mutate.mutate(loader.parse(source, "autograd_lab.py"), operator.id, "Value")
+        assert same_lines == lines
+        assert text == splice.write_back(source, original, mutated), operator.id
