@@ -112,7 +112,7 @@ def check(
 @click.option(
     "--warm",
     type=click.IntRange(0, 64),
-    help="Docker sandboxes started ahead of need, each used once [default: --jobs; 0: none].",
+    help="Docker sandboxes started ahead of need, each used once [default: 0]. Worth it with cores to spare.",
 )
 @rubric_option
 @sandbox_option
@@ -149,10 +149,10 @@ def grade(
         reaped = reap_orphans()
         if reaped:
             echo(f"Removed {reaped} sandbox container(s)/volume(s) left by a grader that was killed.")
-        if (jobs if warm is None else warm) > 0 and isinstance(runner, DockerRunner):
+        if warm and isinstance(runner, DockerRunner):
             from .pipeline import container_limits
 
-            runner.start_warm(jobs if warm is None else warm, expect=container_limits(rubric))
+            runner.start_warm(warm, expect=container_limits(rubric))
     console = Console(highlight=False)
     echo(f"Grading {source} with {rubric.name} ({runner.name} sandbox, {jobs} at a time)")
     started = time.monotonic()
