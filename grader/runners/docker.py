@@ -225,7 +225,15 @@ class DockerRunner:
         return self._swappiness
 
     def run(self, *, source: bytes, filename: str, plan: bytes, limits: ContainerLimits) -> RawRun:
-        warm = self.pool.take(limits, reserve=self.warm_reserve) if self.pool is not None else None
+        if not _FILENAME_OK(filename):
+            raise ValueError(f"not a plain file name: {filename!r}")
+        warm = None
+        fits = len(plan) <= inputs.MAX_PLAN and len(source) <= inputs.MAX_SOURCE  # what a warm harness accepts
+        if self.pool is not None and self.pool.image_id == self.image_id and fits:
+            try:
+                warm = self.pool.take(limits, reserve=self.warm_reserve)
+            except DockerFailure as error:  # the pool's engine calls: a cold run says what is wrong
+                log.warning("no warm sandbox (%s); grading in a fresh one", error)
         if warm is not None:
             return self._run_warm(warm, source=source, filename=filename, plan=plan, limits=limits)
         return self._run_cold(source=source, filename=filename, plan=plan, limits=limits)
@@ -233,8 +241,6 @@ class DockerRunner:
     def _run_warm(self, warm: Warm, *, source: bytes, filename: str, plan: bytes, limits: ContainerLimits) -> RawRun:
         """The inputs go to a started container's harness; then it is a cold run's twin. Should
         the container fail before it took them, the run goes cold instead: never charged."""
-        if not _FILENAME_OK(filename):
-            raise ValueError(f"not a plain file name: {filename!r}")
         container = self._client.containers.prepare_model({"Id": warm.container_id})
         finished = False
         try:

@@ -127,10 +127,11 @@ def create_container(
             Ulimit(name="nofile", soft=NOFILE, hard=NOFILE),
         ],
         init=True,  # a real PID 1 reaps orphans and forwards signals
-        # No /dev/shm at all, and no System V queues or semaphores: nothing a run leaves there
-        # could reach the next run (the harness removes the uid's shared memory after each run).
+        # No /dev/shm at all, and no System V queues, semaphores or shared memory (a segment's
+        # creator may hand it to another owner, so removing the student's after a run is not
+        # enough): nothing a run leaves there could reach the next run.
         ipc_mode="none",
-        sysctls={"kernel.msgmni": "0", "kernel.sem": "0 0 0 0"},
+        sysctls={"kernel.msgmni": "0", "kernel.sem": "0 0 0 0", "kernel.shmmni": "0", "kernel.shm_rmid_forced": "1"},
         # We read output through attach, never the log; this only bounds the daemon's disk.
         log_config=LogConfig(type="json-file", config={"max-size": "1m", "max-file": "1"}),
         environment=dict(SANDBOX_ENV),

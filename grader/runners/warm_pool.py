@@ -9,8 +9,10 @@ the same caps, deadline and removal. A container that ran a student's code is re
 pooled again. One that died or stopped answering while it waited is removed and replaced; the
 run that found it takes another, or a cold container, and is never charged for it.
 
-A filler thread keeps ``size`` containers ready for the limits the last run asked for, and
-removes any that waited longer than ``idle_seconds`` (they are made again on demand).
+A filler thread keeps ``size`` containers ready for the limits the last run asked for while
+runs keep asking (within ``idle_seconds``), and removes any that waited longer than that; an
+idle pool holds nothing, and the next run's ask starts it again. Docker calls are made outside
+the pool's lock, and an engine that stops answering only means cold runs meanwhile.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from typing import Any
 
 import docker
 import docker.errors
+import requests.exceptions
 from docker.utils.socket import frames_iter
 
 from grader.image import LABEL
@@ -32,6 +35,7 @@ from grader.runners.base import ContainerLimits
 from grader.runners.docker_settings import HARNESS_COMMAND, WORKDIR, create_container, run_labels
 
 log = logging.getLogger(__name__)
+DockerFailure = (docker.errors.DockerException, requests.exceptions.RequestException)
 # docker-py's frame reader, typed by assignment (as in grader.runners.docker).
 _frames_iter: Callable[[Any, bool], Iterator[tuple[int, bytes]]] = frames_iter
 WARM_FLAG = "--inputs-on-stdin"
@@ -80,6 +84,7 @@ class WarmPool:
         self.swappiness = swappiness
         self._ready: list[Warm] = []
         self._key: ContainerLimits | None = None
+        self._wanted_until = 0.0  # made while someone asked within idle_seconds
         self._lock = threading.Condition()
         self._closed = False
         self.made = 0  # containers started, for tests and figures
@@ -91,37 +96,42 @@ class WarmPool:
 
     def expect(self, limits: ContainerLimits) -> None:
         """Start making containers for ``limits`` now (a worker knows its rubric before its first job)."""
-        key = pool_key(limits)
         with self._lock:
-            if self._key != key:
-                self._retire_all_locked()
-                self._key = key
-                self._lock.notify_all()
+            doomed = self._want_locked(pool_key(limits))
+            self._lock.notify_all()
+        self._discard_all(doomed)
 
     def take(self, limits: ContainerLimits, *, reserve: int = 0) -> Warm | None:
         """A ready container made for ``limits``, or None (a cold run then). ``reserve``: leave
         that many for others (a counted job leaves one for a student's self-check)."""
         key = pool_key(limits)
-        with self._lock:
-            if self._key != key:
-                self._retire_all_locked()
-                self._key = key  # the filler makes these from now on
-                self._lock.notify_all()
+        while True:
+            with self._lock:
+                doomed = self._want_locked(key)
+                warm = self._ready.pop(0) if not doomed and len(self._ready) > reserve else None
+                self._lock.notify_all()  # demand, and one fewer: the filler makes another
+            self._discard_all(doomed)
+            if warm is None:
                 return None
-            while len(self._ready) > reserve:
-                warm = self._ready.pop(0)
-                self._lock.notify_all()  # one fewer: the filler makes another
-                if self._alive(warm):
-                    return warm
-                self.replaced += 1
-                self._discard(warm)
-            self._lock.notify_all()
-            return None
+            if self._alive(warm):
+                return warm
+            self.replaced += 1
+            self._discard(warm)
+
+    def _want_locked(self, key: ContainerLimits) -> list[Warm]:
+        """Demand for ``key``: containers are made for it until ``idle_seconds`` without one; those
+        made for other limits go (returned, to be removed outside the lock)."""
+        self._wanted_until = time.monotonic() + self.idle_seconds
+        if self._key == key:
+            return []
+        self._key = key
+        doomed, self._ready = self._ready, []
+        return doomed
 
     def _alive(self, warm: Warm) -> bool:
         try:
             state = self.client.api.inspect_container(warm.container_id).get("State") or {}
-        except docker.errors.DockerException:
+        except DockerFailure:
             return False
         return bool(state.get("Running")) and not state.get("Restarting")
 
@@ -131,14 +141,16 @@ class WarmPool:
         backoff = 0.5
         while True:
             with self._lock:
-                self._prune_locked()
-                while not self._closed and (self._key is None or len(self._ready) >= self.size):
+                doomed = self._stale_locked()
+                while not doomed and not self._closed and not self._short_locked():
                     self._lock.wait(timeout=max(1.0, self.idle_seconds / 4))
-                    self._prune_locked()
+                    doomed = self._stale_locked()
                 if self._closed:
                     return
-                key = self._key
-            assert key is not None
+                key = self._key if self._short_locked() else None
+            self._discard_all(doomed)
+            if key is None:
+                continue
             try:
                 warm = self._make(key)
             except Exception as error:  # the engine is down or refuses: cold runs meanwhile
@@ -148,12 +160,18 @@ class WarmPool:
                 continue
             backoff = 0.5
             with self._lock:
-                if self._closed or key != self._key:
-                    self._discard(warm)
-                    continue
-                self._ready.append(warm)
-                self.made += 1
-                self._lock.notify_all()
+                keep = not self._closed and key == self._key
+                if keep:
+                    self._ready.append(warm)
+                    self.made += 1
+                    self._lock.notify_all()
+            if not keep:
+                self._discard(warm)
+
+    def _short_locked(self) -> bool:
+        """Fewer ready than wanted, and someone asked within ``idle_seconds``."""
+        wanted = self._key is not None and time.monotonic() < self._wanted_until
+        return wanted and len(self._ready) < self.size
 
     def _make(self, key: ContainerLimits) -> Warm:
         run_id = uuid.uuid4().hex
@@ -185,17 +203,16 @@ class WarmPool:
             raise
         return Warm(str(container.id), str(volume.name), sock, _frames_iter(sock, False), key, time.monotonic())
 
-    def _prune_locked(self) -> None:
+    def _stale_locked(self) -> list[Warm]:
+        """Ready containers that waited longer than ``idle_seconds``: taken out, to be removed."""
         now = time.monotonic()
         stale = [w for w in self._ready if now - w.ready_at > self.idle_seconds]
-        for warm in stale:
-            self._ready.remove(warm)
-            self._discard(warm)
+        self._ready = [w for w in self._ready if w not in stale]
+        return stale
 
-    def _retire_all_locked(self) -> None:
-        for warm in self._ready:
+    def _discard_all(self, doomed: list[Warm]) -> None:
+        for warm in doomed:
             self._discard(warm)
-        self._ready.clear()
 
     def _discard(self, warm: Warm) -> None:
         _close_socket(warm.sock)
@@ -221,8 +238,9 @@ class WarmPool:
     def close(self) -> None:
         with self._lock:
             self._closed = True
-            self._retire_all_locked()
+            doomed, self._ready = self._ready, []
             self._lock.notify_all()
+        self._discard_all(doomed)
         self._thread.join(timeout=30)
 
 
@@ -237,12 +255,12 @@ def _quietly_remove(client: docker.DockerClient, container_id: str | None, volum
     if container_id is not None:
         try:
             client.api.remove_container(container_id, force=True, v=True)
-        except docker.errors.DockerException as error:
+        except DockerFailure as error:
             if not isinstance(error, docker.errors.NotFound):
                 log.warning("could not remove warm sandbox %s: %s", container_id[:12], error)
     if volume is not None:
         try:
             client.api.remove_volume(volume, force=True)
-        except docker.errors.DockerException as error:
+        except DockerFailure as error:
             if not isinstance(error, docker.errors.NotFound):
                 log.warning("could not remove warm volume %s: %s", volume, error)

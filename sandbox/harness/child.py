@@ -217,9 +217,10 @@ def _remove_ipc_objects() -> None:
         names = header.split()
         if "uid" not in names or len(names) < 2:
             continue
+        owners = [names.index(n) for n in ("uid", "cuid") if n in names]  # a creator may give it away
         for row in rows:
             fields = row.split()
-            if len(fields) != len(names) or int(fields[names.index("uid")]) != uid:
+            if len(fields) != len(names) or all(int(fields[c]) != uid for c in owners):
                 continue
             ident = int(fields[1])
             if kind == "sem":

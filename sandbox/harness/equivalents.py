@@ -20,7 +20,7 @@ import itertools
 import keyword
 import random
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 
 from . import loader, mutate, splice
 
@@ -103,12 +103,16 @@ class _File:
         free = [s for s in dict.fromkeys(stems) if s.isidentifier() and not keyword.iskeyword(s) and s not in taken]
         return rng.choice(free) if free else None
 
-    def spliced(self, new: ast.Module) -> str | None:
-        """The text with the edited tree written back (None when it cannot be spliced)."""
-        try:
-            return splice.splice(self.text, self.tree, new)
-        except splice.SpliceError:
-            return None
+    def spliced(self, new: ast.Module, lines: Sequence[int] | None = None) -> str | None:
+        """The text with the edited tree written back (None when it cannot be spliced).
+        ``lines``: every line the edit touched, so that only statements holding one are compared
+        (should they not tell the whole edit, every statement is)."""
+        for edited in ([lines] if lines is not None else []) + [None]:
+            try:
+                return splice.splice(self.text, self.tree, new, edited=edited)
+            except splice.SpliceError:
+                continue
+        return None
 
     def text_edited(self, edits: list[splice.Edit]) -> str | None:
         """The text with ``edits`` made, which must leave the tree exactly as it was."""
@@ -135,6 +139,9 @@ def _slot(parent: ast.AST, child: ast.AST) -> Slot:
 
 def _path(root: ast.AST, target: ast.AST) -> list[Slot]:
     """The slots from ``root`` down to ``target`` (found depth-first)."""
+    for index, statement in enumerate(getattr(root, "body", [])):
+        if statement is target:
+            return [("body", index)]  # the engine class is nearly always a top-level statement
     stack: list[tuple[ast.AST, list[Slot]]] = [(root, [])]
     while stack:
         node, path = stack.pop()
@@ -289,7 +296,7 @@ def swap_operands(file: _File, rng: random.Random) -> tuple[str, str] | None:
     copied = twin(site)
     assert isinstance(copied, ast.BinOp)
     copied.left, copied.right = copied.right, copied.left
-    text = file.spliced(new)
+    text = file.spliced(new, [site.lineno])
     symbol = "+" if isinstance(site.op, ast.Add) else "*"
     return (text, f"swapped the operands of `{symbol}` in {file.where(site)}") if text else None
 
@@ -344,7 +351,7 @@ def grad_write_form(file: _File, rng: random.Random) -> tuple[str, str] | None:
         swapped = ast.copy_location(ast.AugAssign(target=target, op=ast.Add(), value=write.value.right), write)
         how = "grad write `x.grad = x.grad + ...` spelled `x.grad += ...`"
     splice.replace(new, {id(write): swapped})
-    text = file.spliced(new)
+    text = file.spliced(new, [site.lineno])
     return (text, f"{how} in {file.where(site)}") if text else None
 
 
@@ -444,7 +451,7 @@ def rename_local(file: _File, rng: random.Random) -> tuple[str, str] | None:
     for node in ast.walk(twin(scope)):
         if isinstance(node, ast.Name) and node.id == old:
             node.id = fresh
-    text = file.spliced(new)
+    text = file.spliced(new, range(scope.lineno, (scope.end_lineno or scope.lineno) + 1))
     return (text, f"local `{old}` renamed `{fresh}` in {file.where(scope.body[0], scope.lineno)}") if text else None
 
 

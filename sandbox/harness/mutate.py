@@ -687,10 +687,12 @@ _ORIGINAL: dict[tuple[str, str], ast.Module] = {}  # the last file's tree, read-
 def _original(source: str, filename: str) -> ast.Module:
     """The student's file parsed once for all its mutants (splicing only reads it)."""
     key = (source, filename)
-    if key not in _ORIGINAL:
+    tree = _ORIGINAL.get(key)
+    if tree is None:  # kept in a local: another thread may replace the entry meanwhile
+        tree = loader.parse(source, filename)
         _ORIGINAL.clear()
-        _ORIGINAL[key] = loader.parse(source, filename)
-    return _ORIGINAL[key]
+        _ORIGINAL[key] = tree
+    return tree
 
 
 def mutate_text(

@@ -285,11 +285,13 @@ def _nothing_left(scratch: str, uid: int | None) -> bool:
         except OSError:
             return False  # cannot tell: the cleanup child looks
         names = header.split()
-        if "uid" not in names:
+        if "uid" not in names or "cuid" not in names:
             return False
-        column = names.index("uid")
-        if any(len(row.split()) > column and row.split()[column] == str(uid) for row in rows):
-            return False
+        columns = (names.index("uid"), names.index("cuid"))  # its owner, or who made it (ownership can be given away)
+        for row in rows:
+            fields = row.split()
+            if any(len(fields) > c and fields[c] == str(uid) for c in columns):
+                return False
     return True
 
 

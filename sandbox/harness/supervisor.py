@@ -11,6 +11,7 @@ as ``@@AG:<nonce> <json>`` lines on stdout, the only channel the host reads.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
 import json
 import os
@@ -21,7 +22,7 @@ from typing import Any
 from . import child, facts, inputs, loader, mutation, wire
 from .child_records import LoadRecords, ProgramRecords
 from .runs import Identity, Runs
-from .zygote import Zygote
+from .zygote import Zygote, ZygoteGone
 
 
 class Emitter:
@@ -128,8 +129,10 @@ class Supervisor:
                     }
                 )
                 if mode == "full":
-                    # A child has compiled this text: the fork server may, once for all the rest.
-                    self.runs.zygote.precompile(self.source, self.filename)
+                    # A child has compiled this text: the fork server may, once for all the rest
+                    # (best effort: should it fail, each child compiles as before).
+                    with contextlib.suppress(ZygoteGone):
+                        self.runs.zygote.precompile(self.source, self.filename)
                 return True
             if load is None:
                 notices.append(f"Importing the file {_stopped_words(summary, self.script_seconds)}.")
@@ -198,17 +201,15 @@ def _stopped_words(summary: dict[str, Any], seconds: float) -> str:
 
 
 def _preload() -> None:
-    """Imports every child would pay for, paid once in the fork server (never the student's file)."""
+    """Imports every child would pay for, paid once in the fork server (never the student's file).
+    ctypes is the cleanup child's (System V objects); numpy waits until a file asks for it
+    (``Zygote.preload``): it doubles what every fork costs."""
     import ast  # noqa: F401
+    import ctypes  # noqa: F401
     import inspect  # noqa: F401
     import math  # noqa: F401
     import random  # noqa: F401
     import traceback  # noqa: F401
-
-    try:
-        import numpy  # noqa: F401
-    except ImportError:
-        pass
 
 
 def main(argv: list[str]) -> int:
@@ -252,6 +253,9 @@ def _supervise(workdir: str, zygote: Zygote) -> int:
             emit({"t": wire.PROBE_END, "probe": probe["id"], "status": wire.NOT_RUN, "reason": wire.REASON_LOAD_FAILED})
         emit({"t": wire.END})
         return 0
+    if "numpy" in source:  # the file may import it: every child would pay for the import
+        with contextlib.suppress(ZygoteGone):
+            zygote.preload("numpy")  # best effort: without it, each child imports it itself
     supervisor = Supervisor(plan, source, emit, zygote)
     try:
         supervisor.run()

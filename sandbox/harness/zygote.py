@@ -11,6 +11,7 @@ it (never run it), and every later child executes that code object.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import select
@@ -22,6 +23,7 @@ from typing import NoReturn
 _MESSAGE = struct.Struct("!Bq")
 SPAWNED, EXITED, NO_FORK, COMPILED = 1, 2, 3, 4
 MAX_SOURCE = 8 * 1024 * 1024  # what a precompile request may carry
+PRELOADABLE = frozenset({"numpy"})  # what the fork server imports on request (never a student's module)
 
 ChildMain = Callable[[int, int, int], NoReturn]
 Precompile = Callable[[str, str], bool]  # (source, filename): compiled and kept for the children
@@ -57,11 +59,18 @@ class Zygote:
         theirs.close()
         return cls(pid, ours)
 
+    def preload(self, module: str) -> bool:
+        """Have the fork server import one of ``PRELOADABLE`` now, for every later child."""
+        return self._request({"import": module})
+
     def precompile(self, source: str, filename: str) -> bool:
         """Have the fork server compile (never run) the submission once, so that every later
         child starts from the code object instead of compiling it again. Call only once a child
         has loaded the same text: a text the compiler chokes on never reaches the fork server."""
-        body = json.dumps({"source": source, "filename": filename}).encode()
+        return self._request({"source": source, "filename": filename})
+
+    def _request(self, request: dict[str, str]) -> bool:
+        body = json.dumps(request).encode()
         if len(body) > MAX_SOURCE:
             return False
         read_end, write_end = os.pipe()
@@ -136,17 +145,21 @@ def _read_request(fd: int) -> dict[str, str] | None:
                 return None
             chunks.append(chunk)
     request = json.loads(b"".join(chunks))
-    if not isinstance(request, dict) or not all(isinstance(request.get(k), str) for k in ("source", "filename")):
+    if not isinstance(request, dict) or not all(isinstance(v, str) for v in request.values()):
         return None
     return request
 
 
 def _precompile(sock: socket.socket, fds: list[int], precompile: Precompile | None) -> None:
+    """A request of the supervisor's: compile the submission, or import a module for the children."""
     done = False
     try:
-        request = _read_request(fds[0]) if len(fds) == 1 and precompile is not None else None
-        if request is not None:
-            done = precompile(request["source"], request["filename"])  # type: ignore[misc]
+        request = _read_request(fds[0]) if len(fds) == 1 else None
+        if request is not None and request.get("import") in PRELOADABLE:
+            importlib.import_module(request["import"])
+            done = True
+        elif request is not None and precompile is not None and {"source", "filename"} <= request.keys():
+            done = precompile(request["source"], request["filename"])
     except Exception:
         done = False  # no code object kept: the children compile as before
     finally:

@@ -136,6 +136,7 @@ if pid == 0:
     libc = ctypes.CDLL(None, use_errno=True)
     seen["msgget"] = libc.msgget(0x1234, 0o1600) != -1
     seen["semget"] = libc.semget(0x1235, 1, 0o1600) != -1
+    seen["shmget"] = libc.shmget(0, 4096, 0o1600) != -1
     seen["dev_shm"] = os.path.exists("/dev/shm")
     try:
         os.kill(1, 9)
@@ -179,8 +180,9 @@ def test_what_a_submission_sees_from_inside(client: docker.DockerClient, image: 
         "plan": "PermissionError",
         "submission": "PermissionError",
         "write_sandbox": False,
-        "msgget": False,  # no System V queue or semaphore can carry anything between runs
+        "msgget": False,  # no System V queue, semaphore or segment can carry anything between runs
         "semget": False,
+        "shmget": False,
         "dev_shm": False,
         "kill_pid1": "PermissionError",
     }

@@ -111,7 +111,7 @@ def test_a_warm_container_that_died_while_waiting_is_replaced_and_nobody_is_char
     assert warm.pool.wait_ready(1, timeout=60)  # and the pool fills again
 
 
-def test_warm_containers_that_wait_too_long_are_removed_and_made_again(
+def test_warm_containers_that_wait_too_long_are_removed_and_made_again_on_demand(
     rubric: Rubric, cold: DockerRunner, client: docker.DockerClient
 ) -> None:
     runner = DockerRunner(image=cold.image, labels=SESSION)
@@ -123,6 +123,9 @@ def test_warm_containers_that_wait_too_long_are_removed_and_made_again(
         while first in ours(client):
             assert time.monotonic() < deadline, "an idle warm container was never removed"
             time.sleep(0.5)
+        time.sleep(3)
+        assert pool.ready() == 0 and ours(client) == []  # nobody asked: an idle pool holds nothing
+        assert pool.take(container_limits(rubric)) is None  # the next run goes cold, and asks
         assert pool.wait_ready(1, timeout=60) and pool._ready[0].container_id != first
     finally:
         runner.close()

@@ -226,7 +226,7 @@ def test_container_is_created_with_exactly_the_trust_boundary_settings() -> None
         ],
         "init": True,
         "ipc_mode": "none",
-        "sysctls": {"kernel.msgmni": "0", "kernel.sem": "0 0 0 0"},
+        "sysctls": {"kernel.msgmni": "0", "kernel.sem": "0 0 0 0", "kernel.shmmni": "0", "kernel.shm_rmid_forced": "1"},
         "log_config": LogConfig(type="json-file", config={"max-size": "1m", "max-file": "1"}),
         "environment": {
             "HOME": "/tmp",

@@ -5,6 +5,7 @@ comparing only the statements their edit touched."""
 from __future__ import annotations
 
 import builtins
+import importlib.util
 import glob
 import os
 from pathlib import Path
@@ -40,6 +41,9 @@ def test_the_fork_server_compiles_on_request_and_still_forks() -> None:
     try:
         assert zygote.precompile(SOURCE, "autograd_lab.py") is True
         assert zygote.precompile("def broken(:\n", "autograd_lab.py") is False  # refused, never fatal
+        # numpy is imported for the children only when a file asks for it; nothing else is.
+        assert zygote.preload("os.path") is False and zygote.preload("autograd_lab") is False
+        assert zygote.preload("numpy") is (importlib.util.find_spec("numpy") is not None)
         # The fork server still forks after both.
         who = runs.Identity(None, None)
         run = runs.Runs(zygote, who, deadline=float("inf"), memory_bytes=1 << 31, output_bytes=1 << 20)
