@@ -5,8 +5,8 @@ comparing only the statements their edit touched."""
 from __future__ import annotations
 
 import builtins
-import importlib.util
 import glob
+import importlib.util
 import os
 from pathlib import Path
 from typing import Any
