@@ -13,6 +13,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from sandbox.harness import syntax
 from sandbox.harness.programs import SYMBOLS, describe_step
 
 Step = list[Any]
@@ -41,7 +42,7 @@ def compile_steps(leaves: Sequence[str], steps: Sequence[str]) -> list[Step]:
     out: list[Step] = []
     for text in steps:
         try:
-            tree = ast.parse(text.strip(), mode="exec").body
+            tree = syntax.parse(text.strip()).body
         except SyntaxError:
             raise ValueError(f"'{text}' is not a step") from None
         if len(tree) != 1:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sandbox.harness import programs as executors
-from sandbox.harness import wire
+from sandbox.harness import syntax, wire
 
 from ..mutate import CATALOGUE, FAMILIES, INFO, mutate
 from ..plan import Plan, PlannedProbe
@@ -113,7 +113,7 @@ def reference_mutants(rubric: Rubric, plan: Plan, *, reference: Path = REFERENCE
 
 def _observe_mutants(rubric: Rubric, plan: Plan, reference: Path) -> tuple[MutantRun, ...]:
     source = reference.read_text(encoding="utf-8")
-    tree = ast.parse(source, filename=str(reference))
+    tree = syntax.parse(source, filename=str(reference))
     expected = compute_expected(plan, class_name=rubric.class_name, reference=reference)
     graded = Plan(plan.seed, plan.probes, tuple(c for c in plan.checks if c.section != MUTATION_SECTION))
     runs = []

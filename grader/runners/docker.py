@@ -14,8 +14,10 @@ is an InfraError (the student is not blamed, the batch may retry).
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
 import os
+import select
 import socket
 import struct
 import threading
@@ -29,7 +31,7 @@ import docker.errors
 import requests.exceptions
 from docker.models.containers import Container
 from docker.models.volumes import Volume
-from docker.utils.socket import STDOUT, frames_iter
+from docker.utils.socket import STDERR, STDOUT, frames_iter
 
 from grader.errors import InfraError, SandboxUnavailable
 from grader.image import LABEL, docker_client, ensure_image
@@ -246,12 +248,17 @@ class DockerRunner:
         try:
             try:
                 _send(warm.sock, inputs.header(plan, source, filename) + plan + source)
+                early = _acknowledged(warm)
             except OSError as error:
-                log.warning("a warm sandbox failed before its run (%s); grading in a fresh one", error)
+                early, why = None, str(error)
+            else:
+                why = "it did not take its inputs"
+            if early is None:
+                log.warning("a warm sandbox failed before its run (%s); grading in a fresh one", why)
                 _close(warm.sock)
                 _remove(container, None)
                 return self._run_cold(source=source, filename=filename, plan=plan, limits=limits)
-            raw = self._execute(container, limits, warm=warm)
+            raw = self._execute(container, limits, warm=warm, early=early)
             finished = True
             return raw
         except DockerFailure as error:
@@ -296,7 +303,14 @@ class DockerRunner:
                 # The grade is sound, but a leak means the engine misbehaves: say so loudly.
                 raise InfraError("could not clean up: " + "; ".join(problems))
 
-    def _execute(self, container: Container, limits: ContainerLimits, *, warm: Warm | None = None) -> RawRun:
+    def _execute(
+        self,
+        container: Container,
+        limits: ContainerLimits,
+        *,
+        warm: Warm | None = None,
+        early: Sequence[tuple[bytes | None, bytes | None]] = (),
+    ) -> RawRun:
         """Start (unless warm: started and attached already), read with caps, stop at the
         deadline, collect the final state."""
         output = _Output(limits.stdout_bytes)
@@ -318,7 +332,8 @@ class DockerRunner:
                 container.start()
             else:
                 streams.append(warm.sock)
-                first = ((data, None) if kind == STDOUT else (None, data) for kind, data in warm.frames)
+                rest = ((data, None) if kind == STDOUT else (None, data) for kind, data in warm.frames)
+                first = itertools.chain(early, rest)  # what came with the acknowledgement first
             started = time.monotonic()
             deadline = started + limits.wall_seconds
             reader = threading.Thread(
@@ -389,6 +404,34 @@ def _FILENAME_OK(filename: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+ACK_SECONDS = 10.0  # a warm harness answers its inputs at once; one that does not is replaced
+
+
+def _acknowledged(warm: Warm) -> list[tuple[bytes | None, bytes | None]] | None:
+    """Read until the harness says it took its inputs; what it printed with that, or None when
+    the stream ended or stayed silent first (the container failed while it waited)."""
+    raw = getattr(warm.sock, "_sock", warm.sock)
+    deadline = time.monotonic() + ACK_SECONDS
+    early: list[tuple[bytes | None, bytes | None]] = []
+    try:
+        while True:
+            # docker-py's frame reader waits without a limit: wait here, with one.
+            ready, _, _ = select.select([raw], [], [], max(0.0, deadline - time.monotonic()))
+            if not ready:
+                return None
+            frame = next(warm.frames, None)
+            if frame is None:
+                return None  # the stream ended: the container is gone
+            kind, data = frame
+            if kind == STDERR and inputs.ACK in data:
+                before, _, after = data.partition(inputs.ACK)
+                rest = before + after.removeprefix(b"\n")
+                return [*early, (None, rest)] if rest else early
+            early.append((data, None) if kind == STDOUT else (None, data))
+    except (OSError, ValueError):
+        return None
 
 
 def _send(sock: Any, data: bytes) -> None:

@@ -22,7 +22,7 @@ import random
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 
-from . import loader, mutate, splice
+from . import loader, mutate, splice, syntax
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _SCOPES = (*_FUNCTIONS, ast.Lambda, ast.ClassDef, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
@@ -242,7 +242,7 @@ def harmless_statements(file: _File, rng: random.Random) -> tuple[str, str] | No
         block, twin_block = next(
             (b, t) for b, t in zip(splice.blocks(parent), splice.blocks(twin(parent)), strict=True) if after in b
         )
-        twin_block.insert(block.index(after), ast.parse(form).body[0])
+        twin_block.insert(block.index(after), syntax.parse(form).body[0])
         done.append(f"no-op `{form}` in {file.where(after, line)}")
     text = splice.apply(file.text, edits)
     try:

@@ -19,6 +19,7 @@ import types
 from collections.abc import Callable
 from typing import Any
 
+from . import syntax
 from .standins import StandInFinder as StandInFinder  # re-exported: callers use loader.*
 from .standins import install_stand_ins as install_stand_ins
 
@@ -42,7 +43,7 @@ _NEWER_SYNTAX = re.compile(r"^(?:type\s+\w+\s*(?:\[.*\])?\s*=|(?:async\s+)?def\s
 
 def parse(source: str, filename: str) -> ast.Module:
     try:
-        return ast.parse(source, filename=filename)
+        return syntax.parse(source, filename=filename)
     except SyntaxError as error:
         detail = error.msg or "invalid syntax"
         line = (error.text or "").strip()

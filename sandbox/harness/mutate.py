@@ -17,7 +17,7 @@ import copy
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from . import loader, splice, wire
+from . import loader, splice, syntax, wire
 
 STEP5 = "acc_mul"  # the handout's Step-5 bug: += becomes = in __mul__'s backward
 FORCED_FAIL = "forced_fail"  # guard mutant: every method raises
@@ -595,7 +595,7 @@ def _first_in_every_method(statement: str) -> Transform:
         for method in engine.methods.values():
             first = method.body[0] if method.body else None
             start = 1 if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) else 0
-            method.body.insert(start, ast.copy_location(ast.parse(statement).body[0], method))
+            method.body.insert(start, ast.copy_location(syntax.parse(statement).body[0], method))
             edited.append(method.lineno)
         if not edited:
             raise NotApplicable("the engine class has no methods")

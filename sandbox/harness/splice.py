@@ -28,6 +28,8 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from . import syntax
+
 _BODIES = ("body", "orelse", "finalbody")  # statement-list fields of compound statements
 _HEADER_ONLY = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith)
 _COMPOUND = (*_HEADER_ONLY, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Try, ast.TryStar, ast.Match)
@@ -442,7 +444,7 @@ def splice(
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # invalid escapes in the student's strings, say
-            reparsed = ast.parse(text)
+            reparsed = syntax.parse(text)
     except (SyntaxError, ValueError) as error:
         raise SpliceError(f"the spliced text does not parse: {error}") from None
     if not same(reparsed, new):

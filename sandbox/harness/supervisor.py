@@ -230,6 +230,8 @@ def main(argv: list[str]) -> int:
             except inputs.BadInputs as error:
                 print(f"harness: {error}", file=sys.stderr)
                 return 3  # the host sent something else: its failure, never the student's
+            sys.stderr.buffer.write(inputs.ACK + b"\n")
+            sys.stderr.flush()
         return _supervise(args.workdir, zygote)
     finally:
         zygote.close()

@@ -149,3 +149,15 @@ def test_a_reserved_container_is_left_for_a_self_check(rubric: Rubric, warm: Doc
     taken = warm.pool.take(limits)
     assert taken is not None
     warm.pool._discard(taken)
+
+
+def test_a_warm_container_that_never_takes_its_inputs_is_replaced_and_nobody_is_charged(
+    rubric: Rubric, cold: DockerRunner, warm: DockerRunner, client: docker.DockerClient
+) -> None:
+    # Paused: it looks alive to the engine, takes the bytes into its socket, and never answers.
+    assert warm.pool is not None
+    stuck = warm.pool._ready[0].container_id
+    client.api.pause(stuck)
+    result = grade(FILES[0], rubric, warm)
+    assert result.status.value == "graded" and result.score == result.max_score, result.status_detail
+    assert stuck not in ours(client)  # removed, and the run done in a fresh container

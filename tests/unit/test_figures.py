@@ -32,6 +32,7 @@ def build_figure(figure_id: str, title: str, program: Any, observed: Any, expect
     assert typed is not None and want is not None
     return figures.build_figure(figure_id, title, program, typed, want, tolerance)
 
+
 ROOT = Path(__file__).resolve().parents[2]
 TIGHT = Tolerance(abs=1e-9, rel=0.0)
 
