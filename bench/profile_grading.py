@@ -62,6 +62,8 @@ WRAPPER = textwrap.dedent(
             key = "children: " + task.get("kind", "?")
             spent[key] = spent.get(key, 0.0) + time.monotonic() - started
             spent[key + " (count)"] = spent.get(key + " (count)", 0) + 1
+            fastest = key + " (fastest one)"
+            spent[fastest] = min(spent.get(fastest, float("inf")), time.monotonic() - started)
     runs.Runs.run = run
     mutate.mutate_text = timed("writing the mutants' texts", mutate.mutate_text)
     equivalents.equivalent_text = timed("writing the harmless copies", equivalents.equivalent_text)
@@ -120,6 +122,20 @@ def host_parts(repeats: int) -> dict[str, float]:
     return {k: statistics.median(v) for k, v in times.items()}
 
 
+def _floor(sandbox: dict[str, float]) -> str:
+    """What the sandbox's runs cost with no text written at all and every run as fast as the
+    fastest of its kind: a lower bound for this design (one child per run of the student's
+    checks, each with its own compile of its file, and one per probe)."""
+    kinds = sorted({k.removesuffix(" (count)") for k in sandbox if k.endswith(" (count)")})
+    parts = {k: sandbox[k + " (count)"] * sandbox[k + " (fastest one)"] for k in kinds}
+    scripts = parts.get("children: script", 0.0)
+    return (
+        f"Floor: the same children, each as fast as the fastest of its kind and with no text "
+        f"written, would take {sum(parts.values()):.2f} s ({scripts:.2f} s of it the "
+        f"{sandbox.get('children: script (count)', 0):.0f} runs of the student's checks)."
+    )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeats", type=int, default=5)
@@ -150,6 +166,7 @@ def main() -> int:
     ]
     docker_share = host["the cold Docker run, as the host sees it"] - host["  of which the harness inside"]
     lines += ["", f"Docker's own share of a cold run (create, start, stop, remove): {docker_share:.2f} s."]
+    lines += ["", _floor(sandbox)]
     print("\n".join(lines))
     if args.write:
         write_section(args.write, "profile_grading", lines)

@@ -170,6 +170,7 @@ class LoadReport:
     class_name: str  # the engine class actually graded ("" when none was found)
     notices: tuple[str, ...] = ()  # shown to the student: stand-ins, skipped code, renamed class
     error: str = ""  # why loading failed, with the line when known
+    excerpt: str = ""  # the file's lines around that line, a caret under the spot when known
 
 
 @dataclass(frozen=True)

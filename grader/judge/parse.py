@@ -101,7 +101,12 @@ def _seconds(value: Any) -> float:
 def error_info(raw: Any) -> ErrorInfo | None:
     if not isinstance(raw, dict):
         return None
-    return ErrorInfo(type=_text(raw.get("type"), 60), message=_text(raw.get("message")), line=_int(raw.get("line")))
+    return ErrorInfo(
+        type=_text(raw.get("type"), 60),
+        message=_text(raw.get("message")),
+        line=_int(raw.get("line")),
+        column=_int(raw.get("column")),
+    )
 
 
 @dataclass

@@ -36,6 +36,7 @@ class ErrorInfo:
     type: str
     message: str = ""
     line: int | None = None
+    column: int | None = None
 
 
 @dataclass(frozen=True)

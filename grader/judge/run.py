@@ -45,13 +45,14 @@ def judge_run(rubric: Rubric, plan: Plan, raw: RawRun, *, nonce: str, source: by
         return without_run(plan, status, detail)
     diagnoses = diagnose(rubric, plan, expected, report, checks) if report.loaded else ()
     checks = _with_misconceptions(checks, diagnoses)
+    text = importlib.util.decode_source(source)
     return Judgement(
         checks=tuple(checks),
         status=status,
         detail=detail,
-        load=load_report(report, rubric),
+        load=load_report(report, rubric, text),
         diagnoses=diagnoses,
-        note=find_note(importlib.util.decode_source(source)),
+        note=find_note(text),
         figures=build_figures(rubric, plan, expected, report, checks),
     )
 

@@ -12,6 +12,7 @@ from sandbox.harness import wire
 from ..results import CheckResult, LoadReport, Outcome, Status
 from ..rubric import Rubric
 from ..runners.base import RawRun
+from .excerpt import source_excerpt
 from .records import SandboxReport, ScriptRun
 
 OOM_DETAIL = "the submission ran out of memory; results up to that point are kept"
@@ -54,7 +55,7 @@ def run_status(raw: RawRun, report: SandboxReport, checks: list[CheckResult]) ->
     return max(found, key=lambda item: item[0].rank, default=(Status.GRADED, "graded"))
 
 
-def load_report(report: SandboxReport, rubric: Rubric) -> LoadReport:
+def load_report(report: SandboxReport, rubric: Rubric, file_text: str = "") -> LoadReport:
     """What the feedback says about loading the file: how, as which class, and any notices."""
     load = report.load
     notices = list(load.notices) if load else []
@@ -70,7 +71,7 @@ def load_report(report: SandboxReport, rubric: Rubric) -> LoadReport:
             "A process your code started (a background or daemon process) kept running after your code finished; "
             "it was stopped each time. Do not leave processes running in autograd_lab.py."
         )
-    message = ""
+    message = excerpt = ""
     if load is None:
         message = "the sandbox reported nothing about loading the file"
     elif not load.ok:
@@ -79,10 +80,12 @@ def load_report(report: SandboxReport, rubric: Rubric) -> LoadReport:
         line = f" (line {error.line})" if error and error.line and f"line {error.line}" not in text else ""
         kind = "" if error and error.type == "LoadError" else f"{error.type if error else 'Error'}: "
         message = f"{kind}{text}{line}"
+        excerpt = source_excerpt(file_text, error.line, error.column) if error else ""
     return LoadReport(
         ok=bool(load and load.ok),
         mode=(load.mode if load else "") or "failed",
         class_name=load.class_name if load else "",
         notices=tuple(notices),
         error=message,
+        excerpt=excerpt,
     )

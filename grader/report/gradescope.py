@@ -41,6 +41,8 @@ def _top_output(result: SubmissionResult) -> str:
         lines.append(self_check_text(result) + ".")
     if not result.load.ok:
         lines.append(f"Your file could not be loaded: {result.load.error}")
+        if result.load.excerpt:
+            lines.append(result.load.excerpt)
     if result.load.notices:
         lines.append("How your file was loaded:")
         lines.extend(f"- {notice}" for notice in result.load.notices)

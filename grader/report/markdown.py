@@ -145,6 +145,8 @@ def _load(result: SubmissionResult) -> list[str]:
         blocks.append("**Your file could not be loaded; no check could run.**")
         if result.load.error:
             blocks.append(code_block(result.load.error))
+        if result.load.excerpt:
+            blocks.append(code_block(result.load.excerpt))
     blocks.extend(f"**Note:** {escape_inline(notice)}" for notice in result.load.notices)
     return blocks
 

@@ -53,6 +53,7 @@ def to_prairielearn(result: SubmissionResult) -> dict[str, Any] | None:
         return None
     if result.status is Status.UNGRADABLE or not result.load.ok:
         why = result.load.error or result.status_detail
+        why = f"{why}\n{result.load.excerpt}" if result.load.excerpt else why
         return {"gradable": False, "format_errors": [_cut(why)], "message": _cut(status_text(result))}
     score = result.score / result.max_score if result.max_score else 0.0
     summary = [status_text(result), *(f"{head}: {body}" for head, body in diagnosis_lines(result))]

@@ -75,6 +75,8 @@ def _load(result: SubmissionResult) -> list[RenderableType]:
     if not result.load.ok:
         parts.append(Text("Your file could not be loaded; no check could run.", style="bold red"))
         parts.append(Padding(_text(result.load.error), (0, 0, 0, 4), expand=False))
+        if result.load.excerpt:
+            parts.append(Padding(_text(result.load.excerpt), (0, 0, 0, 4), expand=False))
     for notice in result.load.notices:
         line = Text("Note: ", style="yellow")
         line.append_text(_text(notice))

@@ -107,10 +107,14 @@ def _flush() -> None:
 
 
 def exception_record(error: BaseException, filename: str) -> dict[str, Any]:
-    line = None
+    line = column = None
     for frame in traceback.extract_tb(error.__traceback__):
         if frame.filename == filename:
             line = frame.lineno
+    if isinstance(error, SyntaxError) and error.filename == filename:
+        # Raised compiling the file ('return' outside a function, say): it names its own place.
+        line, column = error.lineno, error.offset
+        return {"type": type(error).__name__[:60], "message": str(error.msg)[:300], "line": line, "column": column}
     return {"type": type(error).__name__[:60], "message": str(error)[:300], "line": line}
 
 
@@ -137,8 +141,7 @@ def _task_load(task: dict[str, Any], write: Write) -> None:
         leaf = found.make(1.5)
         leaf_data = programs.read_float(getattr(leaf, "data", None))
     except loader.LoadError as error:
-        failure = {"type": "LoadError", "message": str(error)[:300], "line": error.line}
-        write({"t": wire.LOAD, "ok": False, "error": failure})
+        write({"t": wire.LOAD, "ok": False, "error": error.record()})
         return
     except BaseException as error:
         write({"t": wire.LOAD, "ok": False, "error": exception_record(error, task["filename"])})

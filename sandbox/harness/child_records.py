@@ -64,13 +64,13 @@ def check_observations(obs: Any) -> dict[str, Any]:
 
 
 def _check_error(error: Any) -> None:
-    if not isinstance(error, dict) or set(error) - {"type", "message", "line"}:
+    if not isinstance(error, dict) or set(error) - {"type", "message", "line", "column"}:
         raise BadRecord("an error summary of the wrong shape")
     if not isinstance(error.get("type", ""), str) or not isinstance(error.get("message", ""), str):
         raise BadRecord("an error summary of the wrong shape")
-    line = error.get("line")
-    if line is not None and (not isinstance(line, int) or isinstance(line, bool)):
-        raise BadRecord("an error summary of the wrong shape")
+    for place in (error.get("line"), error.get("column")):
+        if place is not None and (not isinstance(place, int) or isinstance(place, bool)):
+            raise BadRecord("an error summary of the wrong shape")
 
 
 def _check_keys(record: dict[str, Any], allowed: set[str]) -> None:

@@ -38,11 +38,13 @@ def _parse(text: str) -> ast.Module:
 
 
 class _File:
-    """The current text, its tree and engine class (edits are made on a second parse)."""
+    """The current text, its tree and engine class (edits are made on a second parse).
+    ``tree``: the text's parse when one was made already (to check an edit), read-only."""
 
-    def __init__(self, text: str, class_name: str):
+    def __init__(self, text: str, class_name: str, tree: ast.Module | None = None):
         self.text = text
-        self.tree = _parse(text)
+        self.tree = tree if tree is not None else _parse(text)
+        self.checked: tuple[str, ast.Module] | None = None  # the last edit's text and its parse
         self.cls = mutate.graded_class(self.tree, class_name)
 
     @functools.cached_property
@@ -109,18 +111,24 @@ class _File:
         (should they not tell the whole edit, every statement is)."""
         for edited in ([lines] if lines is not None else []) + [None]:
             try:
-                return splice.splice(self.text, self.tree, new, edited=edited)
+                text, parsed = splice.splice_parsed(self.text, self.tree, new, edited=edited)
             except splice.SpliceError:
                 continue
+            self.checked = (text, parsed)
+            return text
         return None
 
     def text_edited(self, edits: list[splice.Edit]) -> str | None:
         """The text with ``edits`` made, which must leave the tree exactly as it was."""
         text = splice.apply(self.text, edits)
         try:
-            return text if splice.same(_parse(text), self.tree) else None
+            parsed = _parse(text)
         except loader.LoadError:
             return None
+        if not splice.same(parsed, self.tree):
+            return None
+        self.checked = (text, parsed)
+        return text
 
 
 Slot = tuple[str, int | None]  # a child's field in its parent, and its index when the field is a list
@@ -500,7 +508,8 @@ def equivalent_text(source: str, class_name: str, rng: random.Random, *, edits: 
         result = kind(file, rng)
         if result is None:
             return False
-        file = _File(result[0], class_name)
+        checked = file.checked
+        file = _File(result[0], class_name, checked[1] if checked is not None and checked[0] == result[0] else None)
         applied.append(result[1])
         used.add(kind)
         return True

@@ -29,9 +29,14 @@ MODULE_NAME = "autograd_lab"
 class LoadError(Exception):
     """The submission could not be loaded; the message is for the student."""
 
-    def __init__(self, message: str, line: int | None = None):
+    def __init__(self, message: str, line: int | None = None, column: int | None = None):
         super().__init__(message)
         self.line = line
+        self.column = column  # 1-based, in characters of the line (a syntax error's offset)
+
+    def record(self) -> dict[str, object]:
+        """The failure as the wire reports it."""
+        return {"type": "LoadError", "message": str(self)[:300], "line": self.line, "column": self.column}
 
 
 # Stand-ins live in their own small module: the script bootstrap imports only that.
@@ -51,7 +56,7 @@ def parse(source: str, filename: str) -> ast.Module:
         if _NEWER_SYNTAX.match(line):
             version = f"{sys.version_info.major}.{sys.version_info.minor}"
             newer = f"; this looks like syntax from a newer Python than the grader's {version}"
-        raise LoadError(f"SyntaxError: {detail} (line {error.lineno}){newer}", error.lineno) from None
+        raise LoadError(f"SyntaxError: {detail} (line {error.lineno}){newer}", error.lineno, error.offset) from None
     except (ValueError, RecursionError, MemoryError) as error:
         raise LoadError(f"the file cannot be parsed: {type(error).__name__}: {error}") from None
 

@@ -437,6 +437,13 @@ def splice(
     With ``fine=False`` whole top-level statements are rewritten (a fallback). ``edited``: the
     lines the edit touched (``new`` being a fresh parse of ``source``, edited): statements
     without one are not compared."""
+    return splice_parsed(source, old, new, fine=fine, edited=edited)[0]
+
+
+def splice_parsed(
+    source: str, old: ast.Module, new: ast.Module, *, fine: bool = True, edited: Sequence[int] | None = None
+) -> tuple[str, ast.Module]:
+    """``splice``, with the text's own parse (made to check it), positions and all."""
     edits = _Planner(Source(source), fine, edited).body(old.body, new.body)
     if edits is None:
         raise SpliceError("the edit cannot be written back as splices")
@@ -449,7 +456,7 @@ def splice(
         raise SpliceError(f"the spliced text does not parse: {error}") from None
     if not same(reparsed, new):
         raise SpliceError("the spliced text does not parse to the edited tree")
-    return text
+    return text, reparsed
 
 
 def write_back(source: str, old: ast.Module, new: ast.Module, edited: Sequence[int] | None = None) -> str:

@@ -96,7 +96,7 @@ class Supervisor:
         try:
             tree = loader.parse(self.source, self.filename)
         except loader.LoadError as error:
-            return self._load_failed({"type": "LoadError", "message": str(error)[:300], "line": error.line}, [])
+            return self._load_failed(error.record(), [])
         self.engine = facts.engine_facts(tree, self.class_name)
         if not self.engine.found:
             return self._load_failed({"type": "LoadError", "message": self.engine.problem[:300], "line": None}, [])

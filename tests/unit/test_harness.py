@@ -98,6 +98,22 @@ def test_syntax_error_scores_zero_with_the_line(tmp_path: Path, rubric: Rubric, 
     assert "SyntaxError" in result.load.error
     assert "line 4" in result.load.error
     assert all(c.outcome is Outcome.NOT_RUN for c in result.checks)
+    # The line itself, the two around it, and a caret where the colon is missing.
+    assert result.load.excerpt.splitlines() == [
+        "3 | class Value:",
+        "4 |     def __init__(self, data)",
+        "  |                             ^",
+        "5 |         self.data = data",
+    ]
+
+
+def test_an_error_the_compiler_finds_is_shown_at_its_line(tmp_path: Path, rubric: Rubric, runner: LocalRunner) -> None:
+    # The parser accepts this file; compiling it fails ('return' outside a function).
+    path = submit(tmp_path, "class Value:\n    def __init__(self, data):\n        self.data = data\n\nreturn 3\n")
+    result = grade(path, rubric, runner)
+    assert result.status is Status.GRADED and not result.load.ok
+    assert "'return' outside function" in result.load.error and "line 5" in result.load.error
+    assert result.load.excerpt.splitlines() == ["4 |", "5 | return 3", "  | ^"]
 
 
 def test_top_level_code_that_raises_is_skipped_and_the_engine_graded(
