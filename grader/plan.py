@@ -56,6 +56,8 @@ class PlannedProbe:
     programs: tuple[Program, ...] = ()
     mutants: tuple[str, ...] = ()  # mutation probes: mutants to run, in order
     api_inputs: tuple[float, float, float, float] | None = None  # api probes: drawn x, y, c, k (None: fixed)
+    shrink: int = 0  # program probes: rounds of counterexample shrinking (0: none)
+    keep: tuple[str, ...] = ()  # operations a shrunk program must still have (an fd probe's own)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"id": self.id, "kind": self.kind}
@@ -63,6 +65,8 @@ class PlannedProbe:
             out["inputs"] = list(self.api_inputs)
         if self.kind == wire.PROGRAM:
             out["programs"] = list(self.programs)
+            if self.shrink:
+                out["shrink"] = {"rounds": self.shrink, "keep": list(self.keep)}
         if self.kind == wire.MUTATION:
             out["mutants"] = list(self.mutants)
         return out
@@ -148,9 +152,12 @@ def _expand(probe: Probe, seed: int) -> PlannedProbe:
         programs = tuple(_instance(probe, steps, rng, i) for i in range(probe.instances))
     elif probe.kind == "fd_op":
         programs = tuple(p for i in range(probe.instances) for p in _fd_programs(probe, rng, i))
+        # The operation under test is each program's first step: a counterexample keeps it.
+        keep = tuple(dict.fromkeys(p["steps"][0][1] for p in programs))
+        return PlannedProbe(probe.id, wire.PROGRAM, programs, shrink=probe.shrink, keep=keep)
     else:
         programs = tuple(_random_dag(rng, probe.max_ops, probe.ops) for _ in range(probe.instances))
-    return PlannedProbe(probe.id, wire.PROGRAM, programs)
+    return PlannedProbe(probe.id, wire.PROGRAM, programs, shrink=probe.shrink)
 
 
 def _draw(rng: random.Random, ranges: Sequence[tuple[float, float]], index: int) -> float:

@@ -54,6 +54,20 @@ class Comparison:
 
 
 @dataclass(frozen=True)
+class Counterexample:
+    """The smallest program found on which the engine is still wrong, checked on the host
+    against the reference: the program as a student would type it, and every quantity the
+    check compares, expected next to observed."""
+
+    program: str
+    operations: int
+    comparisons: tuple[Comparison, ...]
+    # Of a hidden check: shown with its details ("after_due_date"), or to students at once ("always").
+    shown: str = "after_due_date"
+    figure: GraphFigure | None = None  # the small program's graph, as the engine built it
+
+
+@dataclass(frozen=True)
 class FdRow:
     """One finite-difference comparison: the engine's gradient beside a centered difference."""
 
@@ -134,6 +148,7 @@ class CheckResult:
     figure: str = ""  # figure_id of the graph this check built (visible program checks only)
     fd_rows: tuple[FdRow, ...] = ()  # finite-difference comparisons (visible checks only)
     finite_difference: bool = False  # compared against centered differences (shown in the section's table)
+    counterexample: Counterexample | None = None  # failing checks on random programs, once shrunk and verified
 
     @property
     def passed(self) -> bool:

@@ -15,6 +15,7 @@ from .errors import StoreError
 from .results import (
     CheckResult,
     Comparison,
+    Counterexample,
     Diagnosis,
     FdRow,
     FigureEdge,
@@ -90,8 +91,17 @@ def _check(data: dict[str, Any]) -> CheckResult:
             "comparisons": tuple(Comparison(**c) for c in data["comparisons"]),
             "notes": tuple(data["notes"]),
             "fd_rows": tuple(FdRow(**r) for r in data.get("fd_rows", ())),
+            "counterexample": _counterexample(data.get("counterexample")),
         }
     )
+
+
+def _counterexample(data: dict[str, Any] | None) -> Counterexample | None:
+    if data is None:
+        return None
+    comparisons = tuple(Comparison(**c) for c in data["comparisons"])
+    figure = _figure(data["figure"]) if data.get("figure") else None
+    return Counterexample(**{**data, "comparisons": comparisons, "figure": figure})
 
 
 def evidence_to_json(evidence: Evidence) -> str:

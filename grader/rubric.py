@@ -96,6 +96,7 @@ class Probe:
     exponent: float | None = None
     max_ops: int = 8
     ops: tuple[str, ...] = ()
+    shrink: int = 0  # rounds of counterexample shrinking after a failing instance (0: none)
 
     @property
     def randomized(self) -> bool:
@@ -153,6 +154,10 @@ class Section:
         return sum(c.points for c in self.checks)
 
 
+COUNTEREXAMPLES_SHOWN = ("never", "after_due_date", "always")
+CounterexampleShown = Literal["never", "after_due_date", "always"]
+
+
 @dataclass(frozen=True)
 class Rubric:
     name: str
@@ -169,6 +174,10 @@ class Rubric:
     sha256: str
     # The assignment's seed: every grading of it draws the same hidden inputs (see ``assignment_seed``).
     seed: int = 0
+    # Who sees a hidden check's shrunk counterexample (it shows one concrete input): nobody,
+    # whoever sees the check's details (the instructor's batch feedback; students after the
+    # hidden results are released), or students at once as well.
+    counterexamples: CounterexampleShown = "after_due_date"
 
     @property
     def checks(self) -> tuple[Check, ...]:
@@ -226,7 +235,8 @@ def load_rubric(path: Path | str = DEFAULT_RUBRIC) -> Rubric:
         required=("assignment", "probes", "sections"),
     )
     assignment = top["assignment"].mapping(
-        ("name", "file", "class", "handout", "total", "seed"), required=("name", "file", "class", "total")
+        ("name", "file", "class", "handout", "total", "seed", "counterexamples"),
+        required=("name", "file", "class", "total"),
     )
     limits = _limits(top["limits"]) if "limits" in top else Limits()
     tolerances = {
@@ -257,6 +267,10 @@ def load_rubric(path: Path | str = DEFAULT_RUBRIC) -> Rubric:
             assignment["name"].text(),
             assignment["file"].text(),
             assignment["seed"].integer(0) if "seed" in assignment else None,
+        ),
+        counterexamples=cast(
+            CounterexampleShown,
+            get(assignment, "counterexamples", lambda n: n.choice(COUNTEREXAMPLES_SHOWN), "after_due_date"),
         ),
     )
     _cross_check(rubric, top, root)
@@ -297,6 +311,9 @@ def _leaf(name: str, node: Node) -> Leaf:
     return Leaf(name, None, tuple(ranges))
 
 
+MAX_SHRINK_ROUNDS = 40
+
+
 def _probe(name: str, node: Node) -> Probe:
     fields = node.mapping(
         (
@@ -312,6 +329,7 @@ def _probe(name: str, node: Node) -> Probe:
             "exponent",
             "max_ops",
             "ops",
+            "shrink",
         ),
         required=("kind",),
     )
@@ -331,7 +349,10 @@ def _probe(name: str, node: Node) -> Probe:
         exponent=get(fields, "exponent", Node.number, None),
         max_ops=get(fields, "max_ops", lambda n: n.integer(1), 8),
         ops=tuple(n.choice(DAG_OPS) for n in fields["ops"].sequence()) if "ops" in fields else DAG_OPS,
+        shrink=get(fields, "shrink", lambda n: n.integer(0), 0),
     )
+    if probe.shrink and (kind in ("api", "mutation") or probe.shrink > MAX_SHRINK_ROUNDS):
+        raise fields["shrink"].fail(f"`shrink` takes 1 to {MAX_SHRINK_ROUNDS} rounds, for a program probe")
     if probe.inputs == "random" and kind != "api":
         raise fields["inputs"].fail("only an api probe takes `inputs`")
     if kind == "program" and not probe.steps:

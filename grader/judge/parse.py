@@ -9,6 +9,7 @@ never trusted.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -26,6 +27,7 @@ from .records import (
     ProgramError,
     SandboxReport,
     ScriptRun,
+    ShrunkRecord,
     Unreadable,
 )
 
@@ -116,9 +118,10 @@ class _ProbeBuilder:
     errors: dict[int, ProgramError] = field(default_factory=dict)
     mutants: dict[str, MutantRecord] = field(default_factory=dict)
     end: ProbeEnd | None = None
+    shrunk: ShrunkRecord | None = None
 
     def freeze(self) -> ProbeRecords:
-        return ProbeRecords(self.forward, self.final, self.errors, self.mutants, self.end)
+        return ProbeRecords(self.forward, self.final, self.errors, self.mutants, self.end, self.shrunk)
 
 
 @dataclass
@@ -197,6 +200,12 @@ def _accept(record: dict[str, Any], report: _Builder) -> bool:
         return _program_record(kind, record, report, probe, len(planned.programs))
     if kind == wire.MUTANT:
         return _mutant(report, probe, planned, record)
+    if kind == wire.SHRUNK:
+        if probe.shrunk is not None:
+            report.duplicates += 1
+            return True
+        probe.shrunk = shrunk_record(record, len(planned.programs)) if planned.shrink else None
+        return probe.shrunk is not None
     if kind == wire.PROBE_END:
         if probe.end is not None:
             report.duplicates += 1
@@ -228,6 +237,51 @@ def _program_record(kind: str, record: dict[str, Any], report: _Builder, probe: 
     else:
         target[index] = obs
     return True
+
+
+MAX_SHRUNK_LEAVES, MAX_SHRUNK_STEPS = 8, 64
+_STEP_OPS = {"add": 2, "sub": 2, "mul": 2, "div": 2, "pow": 2, "neg": 1, "tanh": 1, "relu": 1, "exp": 1, "log": 1}
+
+
+def _name(value: Any) -> bool:
+    return isinstance(value, str) and 0 < len(value) <= 20 and value.isidentifier()
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def shrunk_record(record: dict[str, Any], count: int) -> ShrunkRecord | None:
+    """A counterexample of the right shape: a program the executors can run (known operations,
+    operands already built, one final backward from a built node), or None."""
+    index, shrunk, obs = record.get("program"), record.get("shrunk"), observations(record.get("obs"))
+    if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < count or obs is None:
+        return None
+    if not isinstance(shrunk, dict):
+        return None
+    leaves, steps = shrunk.get("leaves"), shrunk.get("steps")
+    if not isinstance(leaves, dict) or not isinstance(steps, list):
+        return None
+    if not 0 < len(leaves) <= MAX_SHRUNK_LEAVES or not 1 < len(steps) <= MAX_SHRUNK_STEPS:
+        return None
+    if not all(_name(k) and _number(v) for k, v in leaves.items()):
+        return None
+    built = set(leaves)
+    for step in steps[:-1]:
+        if not isinstance(step, list) or len(step) < 3 or step[1] not in _STEP_OPS:
+            return None
+        target, op, *args = step
+        if not _name(target) or target in built or len(args) != _STEP_OPS[op]:
+            return None
+        if not all(a in built if isinstance(a, str) else _number(a) for a in args):
+            return None
+        if op == "pow" and not _number(args[1]):
+            return None  # an exponent is a constant in every program the grader builds
+        built.add(target)
+    last = steps[-1]
+    if not (isinstance(last, list) and len(last) == 3 and last[:2] == ["", "backward"] and last[2] in built):
+        return None
+    return ShrunkRecord(index, {k: float(v) for k, v in leaves.items()}, tuple(tuple(s) for s in steps), obs)
 
 
 def _probe_end(record: dict[str, Any]) -> ProbeEnd | None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from sandbox.harness.wire import EndStatus, ScriptOutcome
 
@@ -103,6 +103,17 @@ class MutantRecord:
 
 
 @dataclass(frozen=True)
+class ShrunkRecord:
+    """What the sandbox says is a smaller program on which the engine is still wrong: a program
+    of the right shape (checked by the parser), not yet believed (``grader.judge.counterexample``)."""
+
+    program: int  # the failing instance it started from
+    leaves: Mapping[str, float]
+    steps: tuple[tuple[Any, ...], ...]
+    observations: Observations
+
+
+@dataclass(frozen=True)
 class ProbeRecords:
     """Everything one probe reported, by program index (mutation probes: by mutant name)."""
 
@@ -111,6 +122,7 @@ class ProbeRecords:
     errors: Mapping[int, ProgramError] = field(default_factory=dict)
     mutants: Mapping[str, MutantRecord] = field(default_factory=dict)
     end: ProbeEnd | None = None
+    shrunk: ShrunkRecord | None = None
 
     def observations(self, index: int) -> Observations:
         """Best observations for one program: final, else partial ones from an error or forward."""

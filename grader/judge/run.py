@@ -14,6 +14,7 @@ from ..plan import Plan
 from ..results import CheckResult, Diagnosis, GraphFigure, LoadReport, Outcome, Status
 from ..rubric import Rubric
 from ..runners.base import RawRun
+from .counterexample import with_counterexamples
 from .diagnose import diagnose
 from .expected import compute_expected
 from .illustrations import build_figures
@@ -45,6 +46,7 @@ def judge_run(rubric: Rubric, plan: Plan, raw: RawRun, *, nonce: str, source: by
         return without_run(plan, status, detail)
     diagnoses = diagnose(rubric, plan, expected, report, checks) if report.loaded else ()
     checks = _with_misconceptions(checks, diagnoses)
+    checks = with_counterexamples(plan, rubric, report, checks) if report.loaded else checks
     text = importlib.util.decode_source(source)
     return Judgement(
         checks=tuple(checks),

@@ -37,7 +37,7 @@ SINGLE: tuple[Compare, ...] = ("api", "engine", "checks_pass", "mutant_killed", 
 def judge(rubric: Rubric, plan: Plan, expected: Expected, report: SandboxReport) -> list[CheckResult]:
     results: dict[str, CheckResult] = {}
     for check in _judging_order(plan.checks):
-        probe = plan.probe(_probe_for(check, results))
+        probe = plan.probe(probe_for(check, results))
         ctx = Context(
             check,
             probe,
@@ -107,7 +107,7 @@ def _judging_order(checks: tuple[Check, ...]) -> list[Check]:
     return ordered
 
 
-def _probe_for(check: Check, results: dict[str, CheckResult]) -> str:
+def probe_for(check: Check, results: dict[str, CheckResult]) -> str:
     """The check's own probe, or its fallback when a check it names has failed."""
     fallback = check.fallback
     if fallback and any(r in results and not results[r].passed for r in fallback.when_failing):

@@ -107,6 +107,34 @@ class CheckCard:
     notes: tuple[str, ...]
     figure: FigureView | None = None  # drawn in this card
     figure_link: str = ""  # anchor of this check's graph, drawn at the top of the section
+    counterexample: CounterexampleView | None = None
+
+
+@dataclass(frozen=True)
+class CounterexampleView:
+    """A check's smallest failing program. A hidden check carries one only where its inputs may
+    be shown (the rubric's ``counterexamples``, then the service's release rules)."""
+
+    program: str
+    operations: int
+    comparisons: tuple[Comparison, ...]
+    figure: FigureView | None
+    same_as: str = ""  # anchor of an earlier check showing this very program (drawn there only)
+    same_as_number: str = ""
+
+
+def _counterexample(number: str, check: CheckResult, shown: dict[str, tuple[str, str]]) -> CounterexampleView | None:
+    """The view of a check's counterexample; one already on the page is linked, not repeated."""
+    found = check.counterexample
+    if found is None:
+        return None
+    earlier = shown.get(found.program)
+    if earlier is not None:
+        return CounterexampleView(found.program, found.operations, (), None, earlier[0], earlier[1])
+    anchor = check_anchor(number)
+    shown[found.program] = (f"{anchor}-smallest-title", number)
+    figure = FigureView(f"{anchor}-smallest", found.figure, layout(found.figure)) if found.figure else None
+    return CounterexampleView(found.program, found.operations, found.comparisons, figure)
 
 
 @dataclass(frozen=True)
@@ -126,7 +154,13 @@ def check_anchor(number: str) -> str:
     return f"check-{number.replace('.', '-')}"
 
 
-def _card(number: str, check: CheckResult, figure: FigureView | None, figure_link: str) -> CheckCard:
+def _card(
+    number: str,
+    check: CheckResult,
+    figure: FigureView | None,
+    figure_link: str,
+    shown: dict[str, tuple[str, str]] | None = None,
+) -> CheckCard:
     public = shows_details(check)
     return CheckCard(
         anchor=check_anchor(number),
@@ -150,6 +184,7 @@ def _card(number: str, check: CheckResult, figure: FigureView | None, figure_lin
         notes=check.notes if public else (),
         figure=figure if public else None,
         figure_link=figure_link if public else "",
+        counterexample=_counterexample(number, check, {} if shown is None else shown),
     )
 
 
@@ -166,6 +201,7 @@ def _fd_rows(anchor: str, number: str, check: CheckResult) -> list[FdTableRow]:
 def _sections(result: SubmissionResult) -> tuple[SectionView, ...]:
     views = []
     drawn = 0
+    counterexamples: dict[str, tuple[str, str]] = {}  # program -> where the page first shows it
     for group in group_by_section(result):
         # A graph several checks share is drawn once at the top of the section; one check's, in its card.
         uses: dict[str, int] = {}
@@ -186,7 +222,7 @@ def _sections(result: SubmissionResult) -> tuple[SectionView, ...]:
             view = views_by_id.get(check.figure) if shows_details(check) else None
             inline = view if view is not None and uses[check.figure] == 1 else None
             link = view.anchor if view is not None and inline is None else ""
-            card = _card(numbered.number, check, inline, link)
+            card = _card(numbered.number, check, inline, link, counterexamples)
             cards.append(card)
             if check.finite_difference:
                 fd_rows.extend(_fd_rows(card.anchor, numbered.number, check))

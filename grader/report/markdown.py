@@ -35,7 +35,7 @@ from grader.report.view import (
     step5_line,
     write_text_atomic,
 )
-from grader.results import CheckResult, Comparison, GraphFigure, Outcome, SubmissionResult
+from grader.results import CheckResult, Comparison, Counterexample, GraphFigure, Outcome, SubmissionResult
 
 MAX_LISTED = 10  # failing checks listed; the HTML feedback has the rest
 MAX_COMPARISONS = 4
@@ -217,9 +217,23 @@ def _failing(numbered: NumberedCheck, result: SubmissionResult) -> list[str]:
     blocks = [head]
     if check.message:
         blocks.append(escape_inline(check.message))
+    if check.counterexample is not None:
+        blocks.extend(_counterexample(check.counterexample, result))
     if shows_details(check):
         blocks.extend(_details(check, result.figure(check.figure) if check.figure else None))
     return blocks
+
+
+def _counterexample(found: Counterexample, result: SubmissionResult) -> list[str]:
+    first = next(c for c in result.checks if c.counterexample and c.counterexample.program == found.program)
+    if first.counterexample is not found:
+        return [f"**Smallest failing program:** the same as for {escape_inline(first.title)}."]
+    wrong = tuple(c for c in found.comparisons if not c.ok) or found.comparisons
+    return [
+        f"**Smallest failing program** ({found.operations} operation{'' if found.operations == 1 else 's'}):",
+        code_block(found.program),
+        *_comparisons(wrong),
+    ]
 
 
 def _counts(result: SubmissionResult, failing: int) -> str:

@@ -118,6 +118,11 @@ def _failing(numbered: NumberedCheck, result: SubmissionResult) -> RenderableTyp
     body: list[RenderableType] = []
     if check.message:
         body.append(_text(check.message))
+    found = check.counterexample
+    if found is not None:
+        body.append(_text(f"Smallest failing program ({found.operations} operations):", "bold"))
+        body.extend(_text("  " + line) for line in found.program.splitlines())
+        body.extend(_text(comparison_line(c), "red") for c in found.comparisons if not c.ok)
     if shows_details(check):
         shown = check.comparisons[:MAX_COMPARISONS]
         for comparison in shown:

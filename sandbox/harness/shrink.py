@@ -23,7 +23,7 @@ with its own reference.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 Program = dict[str, Any]
@@ -213,21 +213,47 @@ def _valid(program: Program) -> bool:
     return True
 
 
-def shrink(program: Program, still_wrong: Callable[[Program], bool], *, tries: int = 200) -> tuple[Program, int]:
-    """The smallest program found on which ``still_wrong`` holds, and how many it tried;
-    ``program`` itself when no smaller one does. At most ``tries`` calls of ``still_wrong``."""
+FirstWrong = Callable[[list[Program]], int | None]
+
+
+def shrink(
+    program: Program, first_wrong: FirstWrong, *, rounds: int = 20, batch: int = 64, keep: Sequence[str] = ()
+) -> tuple[Program, int]:
+    """The smallest program found on which the engine is still wrong, and how many rounds it
+    took; ``program`` itself when no smaller one is. Each round hands ``first_wrong`` up to
+    ``batch`` smaller candidates, most reduced first (one child can run them all), and goes on
+    from the first it says is still wrong; at most ``rounds`` rounds. Every candidate still has
+    each operation in ``keep`` (the one a check is about)."""
     best, used = program, 0
-    improved = True
-    while improved and used < tries:
-        improved = False
+    wanted = set(keep)
+    while used < rounds:
         current = size(best)
+        seen: set[str] = set()
+        offered: list[Program] = []
         for candidate in candidates(best):
-            if size(candidate) >= current or not _valid(candidate):
+            key = repr((candidate["leaves"], candidate["steps"]))
+            if key in seen or size(candidate) >= current or not _valid(candidate):
                 continue
-            if used >= tries:
+            if wanted and not wanted <= {op for _, op, *_ in candidate["steps"]}:
+                continue
+            seen.add(key)
+            offered.append(candidate)
+            if len(offered) >= batch:
                 break
-            used += 1
-            if still_wrong(candidate):
-                best, improved = candidate, True
-                break
+        if not offered:
+            break
+        used += 1
+        index = first_wrong(offered)
+        if index is None or not 0 <= index < len(offered):
+            break
+        best = offered[index]
     return best, used
+
+
+def one_by_one(still_wrong: Callable[[Program], bool]) -> FirstWrong:
+    """A ``first_wrong`` from a predicate on one program."""
+
+    def first(batch: list[Program]) -> int | None:
+        return next((i for i, candidate in enumerate(batch) if still_wrong(candidate)), None)
+
+    return first

@@ -19,7 +19,7 @@ import sys
 import time
 from typing import Any
 
-from . import child, facts, inputs, loader, mutation, wire
+from . import child, counterexample, facts, inputs, loader, mutation, wire
 from .child_records import LoadRecords, ProgramRecords
 from .runs import Identity, Runs
 from .zygote import Zygote, ZygoteGone
@@ -159,6 +159,8 @@ class Supervisor:
         records, summary = self.runs.run(task, schema, timeout=self.probe_seconds, progress_resets=resets)
         for record in records:
             self.emit({**record, "probe": probe_id})
+        if kind == wire.PROGRAM and summary.get("status") == wire.OK:
+            counterexample.find(self, probe, records)
         ended = {k: v for k, v in summary.items() if k != "output_tail"}
         self.emit({"t": wire.PROBE_END, "probe": probe_id, **ended})
         return summary

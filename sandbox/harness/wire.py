@@ -25,8 +25,9 @@ OBS: Final = "obs"
 ERR: Final = "err"
 MUTANT: Final = "mutant"
 PROBE_END: Final = "probe_end"
+SHRUNK: Final = "shrunk"  # a smaller program on which the engine is still wrong (counterexample)
 END: Final = "end"
-RecordKind = Literal["load", "obs", "err", "mutant", "probe_end", "end"]
+RecordKind = Literal["load", "obs", "err", "mutant", "probe_end", "shrunk", "end"]
 # Sent by a child to the harness only (summarised before anything reaches the host).
 STARTED: Final = "started"  # a script run reached student code (sent just before it runs)
 

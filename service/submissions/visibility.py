@@ -16,6 +16,26 @@ def student_view(result: SubmissionResult, submission: Submission) -> Submission
         return result
     shown = tuple(c for c in result.checks if c.visibility is Visibility.VISIBLE)
     hidden = len(result.checks) - len(shown)
+    # A rubric may let students see a hidden check's smallest failing program at once: only
+    # that, under no title and for no points (its section's totals leave it out).
+    early = tuple(
+        replace(
+            c,
+            title="A hidden check",
+            points=0.0,
+            max_points=0.0,
+            message="",
+            hint="",
+            misconception="",
+            comparisons=(),
+            notes=(),
+            figure="",
+            fd_rows=(),
+            output="",
+        )
+        for c in result.checks
+        if c.visibility is not Visibility.VISIBLE and c.counterexample is not None and c.counterexample.shown == "always"
+    )
     sections = tuple(
         SectionResult(
             s.tag,
@@ -31,7 +51,7 @@ def student_view(result: SubmissionResult, submission: Submission) -> Submission
     resource = result.status in RESOURCE_STATUSES
     return replace(
         result,
-        checks=shown,
+        checks=shown + early,
         sections=sections,
         score=round(sum(c.points for c in shown), 2),
         max_score=round(sum(c.max_points for c in shown), 2),

@@ -54,3 +54,17 @@ def test_the_assign_bug_picture_matches_golden(graded: GradedPages, open_page: O
     assert figure.locator("path.edge-lost").count() == 2
     png = figure.screenshot(animations="disabled", caret="hide", scale="css")
     check_screenshot(png, GOLDENS / "bob_okafor-reuse-graph.png", artifacts=tmp_path, update=UPDATE)
+
+
+def test_a_smallest_failing_program_matches_golden(graded: GradedPages, open_page: OpenPage, tmp_path: Path) -> None:
+    """bob_okafor's `=` bug shrunk from a hidden random graph to a program of a few operations,
+    with its own graph picture (the instructor's batch feedback shows hidden counterexamples)."""
+    page = open_page(graded.feedback["bob_okafor"]).page
+    page.evaluate("document.fonts.ready.then(() => true)")
+    found = page.locator("section.counterexample").first
+    assert found.count() == 1
+    program = found.locator("pre.program").inner_text()
+    assert "backward()" in program and len(program.splitlines()) <= 1 + 3 + 4  # leaves, steps, backward
+    assert found.locator("td.ok-no").count() >= 1 and found.locator("figure.graph g.node.bad").count() >= 1
+    png = found.screenshot(animations="disabled", caret="hide", scale="css")
+    check_screenshot(png, GOLDENS / "bob_okafor-smallest-program.png", artifacts=tmp_path, update=UPDATE)

@@ -225,3 +225,39 @@ def test_a_limit_hit_is_not_told_while_hidden_results_are_withheld(cast: Cast) -
     cast.assignment.due_at = timezone.now() - timedelta(minutes=1)
     cast.assignment.save()
     assert client.get(f"/submissions/{submission.pk}/status.json").json()["status"] == "timeout"
+
+
+@pytest.mark.parametrize("shown", ["after_due_date", "always"])
+def test_a_hidden_checks_counterexample_is_shown_only_as_the_rubric_allows(cast: Cast, shown: str) -> None:
+    # A counterexample names one concrete input of a hidden check: withheld with the check's
+    # details unless the rubric says "always", and then without the check's title or points.
+    from grader import results as r
+    from grader.results_io import result_to_json
+
+    CheckResult, Outcome, Visibility = r.CheckResult, r.Outcome, r.Visibility
+    program = "x = Value(1.0)\nL = x * x\nL.backward()"
+    found = r.Counterexample(program, 1, (r.Comparison("x.grad", "2", "1", False),), shown)
+    checks = (
+        CheckResult("shown", "Part 1 trace", "reuse", Visibility.VISIBLE, 1.0, 1.0, Outcome.PASSED, "", "", ""),
+        CheckResult(
+            "dags", "Random DAGs secret title", "reuse", Visibility.HIDDEN, 0.0, 3.0, Outcome.FAILED, "", "", "",
+            counterexample=found,
+        ),
+    )  # fmt: skip
+    result = r.SubmissionResult(
+        "alice", "autograd_lab.py", r.Status.GRADED, 1.0, 4.0, (r.SectionResult("reuse", "Reuse", 1.0, 4.0),),
+        checks, r.LoadReport(ok=True, mode="full", class_name="Value"), "", "a8", "0" * 40, 1, "docker", "", 1.0,
+    )  # fmt: skip
+    client = cast.client(cast.student)
+    submission = upload(client)
+    Submission.objects.filter(pk=submission.pk).update(
+        state=State.GRADED, score=1.0, max_score=4.0, visible_score=1.0, visible_max_score=1.0,
+        result_json=result_to_json(result),
+    )  # fmt: skip
+    feedback = client.get(f"/submissions/{submission.pk}/feedback/").content.decode()
+    assert "Random DAGs secret title" not in feedback and "3 points" not in feedback
+    assert ("L = x * x" in feedback) is (shown == "always")
+    cast.assignment.due_at = timezone.now() - timedelta(minutes=1)
+    cast.assignment.save()
+    released = client.get(f"/submissions/{submission.pk}/feedback/").content.decode()
+    assert "L = x * x" in released and "Random DAGs secret title" in released

@@ -266,4 +266,6 @@ def test_student_with_the_assign_bug_sees_the_node_that_lost_a_path(path: str) -
     ]
     assert float(fd.fd_rows[0].rel_error) < 1e-5
     html = render_feedback_html(result)
-    assert html.count("<svg") == 2 and "edge-lost" in html
+    # Two graphs of the checks, and one per distinct smallest failing program (the bug shrunk).
+    programs = {c.counterexample.program for c in result.checks if c.counterexample and c.counterexample.figure}
+    assert programs and html.count("<svg") == 2 + len(programs) and "edge-lost" in html

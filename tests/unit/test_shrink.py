@@ -69,8 +69,8 @@ def test_a_reuse_bug_shrinks_to_a_program_of_a_few_operations() -> None:
         if not _wrong(program):
             continue  # this random program happens not to reuse a node where it shows
         shown += 1
-        small, tried = shrink.shrink(program, _wrong)
-        assert _wrong(small) and tried <= 200
+        small, rounds = shrink.shrink(program, shrink.one_by_one(_wrong))
+        assert _wrong(small) and rounds <= 20
         assert shrink.operations(small) <= 2, (seed, small)  # x + x or x * x is enough to show it
         assert shrink.operations(small) < shrink.operations(program)
         assert all(v in shrink.SIMPLE for v in small["leaves"].values())
@@ -79,22 +79,21 @@ def test_a_reuse_bug_shrinks_to_a_program_of_a_few_operations() -> None:
 
 def test_shrinking_is_deterministic_and_keeps_to_its_budget() -> None:
     program = _random_dag(random.Random(3), 6, ("add", "sub", "mul"))
-    assert shrink.shrink(program, _wrong) == shrink.shrink(program, _wrong)
-    calls = 0
+    assert shrink.shrink(program, shrink.one_by_one(_wrong)) == shrink.shrink(program, shrink.one_by_one(_wrong))
+    batches: list[int] = []
 
-    def counting(candidate: dict[str, Any]) -> bool:
-        nonlocal calls
-        calls += 1
-        return _wrong(candidate)
+    def counting(batch: list[dict[str, Any]]) -> int | None:
+        batches.append(len(batch))
+        return shrink.one_by_one(_wrong)(batch)
 
-    _, tried = shrink.shrink(program, counting, tries=5)
-    assert calls == tried <= 5
+    _, rounds = shrink.shrink(program, counting, rounds=2, batch=5)
+    assert rounds == len(batches) <= 2 and max(batches) <= 5
 
 
 def test_a_program_no_smaller_one_of_which_fails_is_kept() -> None:
     program = _program({"x": 1.0}, ["y = x * x", "backward(y)"])
     assert _wrong(program)
-    small, _ = shrink.shrink(program, _wrong)
+    small, _ = shrink.shrink(program, shrink.one_by_one(_wrong))
     assert small == program
 
 
@@ -106,5 +105,5 @@ def test_every_candidate_tried_is_inside_the_domains() -> None:
         seen.append(candidate)
         return False
 
-    shrink.shrink(program, record)
+    shrink.shrink(program, shrink.one_by_one(record))
     assert seen and all(shrink._valid(c) for c in seen)

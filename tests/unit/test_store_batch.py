@@ -99,7 +99,10 @@ def test_rubric_change_rejudges_without_running_when_the_plan_is_the_same(source
     more = tmp_path / "more.yaml"
     assert text.count("  random_dags:\n") == 1
     more.write_text(
-        text.replace("kind: random_dag\n    instances: 6", "kind: random_dag\n    instances: 7"), encoding="utf-8"
+        text.replace(
+            "kind: random_dag\n    shrink: 12\n    instances: 6", "kind: random_dag\n    shrink: 12\n    instances: 7"
+        ),
+        encoding="utf-8",
     )
     assert more.read_text(encoding="utf-8") != text
     rerun = run(source, out, rubric=load_rubric(more))

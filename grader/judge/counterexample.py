@@ -1,0 +1,112 @@
+"""A shrunk counterexample, believed only once the host has checked it.
+
+The sandbox reports a small program and what the student's engine did on it. Nothing of that
+is trusted: the program's shape was checked by the parser; here the reference engine runs it
+in-process (the same executors, as for every expected value) and the check's own tolerance
+compares. A program on which the reported observations agree with the reference (a sandbox
+that lies, or a difference in a quantity the check does not compare) is dropped, as is one
+the reference cannot run. Nothing here changes a verdict or a score.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+from sandbox.harness import programs as executors
+
+from ..plan import Plan
+from ..program import describe
+from ..results import CheckResult, Comparison, Counterexample, Outcome, Visibility
+from ..rubric import Check, Rubric, Tolerance
+from .comparers import number_ok, selected
+from .expected import load_reference
+from .figures import build_figure
+from .parse import observations
+from .records import SandboxReport, ShrunkRecord
+from .verdicts import probe_for
+from .wording import fmt
+
+MAX_ROWS = 24
+
+
+LEAF_NAMES = ("x", "y", "z", "w", "p", "q", "r", "s")
+
+
+def _node_name(index: int, last: bool) -> str:
+    return "L" if last else (chr(ord("a") + index) if index < 11 else f"n{index + 1}")  # a..k: never a leaf's
+
+
+def canonical(record: ShrunkRecord) -> ShrunkRecord:
+    """The same program under plain names (leaves x, y, z...; nodes a, b, c...; the root L),
+    observations renamed with it: one bug found by several checks reads as one program."""
+    names = {old: LEAF_NAMES[i] for i, old in enumerate(record.leaves)}
+    built = [s for s in record.steps if s[1] != "backward"]
+    for i, step in enumerate(built):
+        names[str(step[0])] = _node_name(i, i == len(built) - 1)
+    steps = tuple(
+        (names.get(s[0], s[0]) if s[0] else "", s[1], *(names.get(a, a) if isinstance(a, str) else a for a in s[2:]))
+        for s in record.steps
+    )
+    obs = {}
+    for key, value in record.observations.items():
+        node, _, field = key.rpartition(".")
+        if node in names:
+            obs[f"{names[node]}.{field}"] = value
+    leaves = {names[k]: v for k, v in record.leaves.items()}
+    return ShrunkRecord(record.program, leaves, steps, obs)
+
+
+def _program(record: ShrunkRecord) -> dict[str, Any]:
+    return {"leaves": dict(record.leaves), "steps": [list(s) for s in record.steps], "record": []}
+
+
+def verified(
+    record: ShrunkRecord, check: Check, tolerance: Tolerance, *, class_name: str, figure_id: str = "shrunk"
+) -> Counterexample | None:
+    """The counterexample as the feedback shows it, or None when the reference does not confirm it."""
+    record = canonical(record)
+    program = _program(record)
+    engine = getattr(load_reference(), class_name)
+    try:
+        raw = executors.run_program(engine, program, lambda _phase, _obs: None)
+    except executors.ProgramError:
+        return None  # outside what the reference computes: not a counterexample anyone can use
+    expected: Mapping[str, Any] = observations(raw) or {}
+    rows: list[Comparison] = []
+    for key, want in expected.items():
+        if not selected(key, check.observe) or not isinstance(want, float) or isinstance(want, bool):
+            continue
+        got = record.observations.get(key)
+        rows.append(Comparison(key, fmt(want), fmt(got), number_ok(got, want, tolerance)))
+    if all(row.ok for row in rows):
+        return None
+    operations = sum(1 for _, op, *_ in program["steps"] if op != "backward")
+    figure = build_figure(figure_id, "Smallest failing program", program, record.observations, expected, tolerance)
+    return Counterexample(describe(program), operations, tuple(rows[:MAX_ROWS]), figure=figure)
+
+
+def with_counterexamples(
+    plan: Plan, rubric: Rubric, report: SandboxReport, checks: list[CheckResult]
+) -> list[CheckResult]:
+    """Each failing values check whose probe reported a shrunk program the reference confirms
+    carries it (which part of the feedback may show it is the renderers' and visibility's call)."""
+    planned = {c.id: c for c in plan.checks}
+    results = {c.check_id: c for c in checks}
+    out = []
+    for result in checks:
+        check = planned.get(result.check_id)
+        found = None
+        secret = check is not None and check.visibility is not Visibility.VISIBLE
+        if secret and rubric.counterexamples == "never":
+            pass  # a hidden check's inputs are never shown, not even one
+        elif check is not None and check.compare == "values" and result.outcome in (Outcome.FAILED, Outcome.PARTIAL):
+            probe_id = probe_for(check, results)
+            record = report.probe(probe_id).shrunk
+            if record is not None:
+                tolerance = rubric.tolerances[check.tolerance]
+                found = verified(record, check, tolerance, class_name=rubric.class_name, figure_id=f"{probe_id}#shrunk")
+                found = replace(found, shown=rubric.counterexamples) if found and secret else found
+        out.append(replace(result, counterexample=found) if found else result)
+    return out
