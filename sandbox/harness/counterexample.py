@@ -11,6 +11,7 @@ from this record: it checks it again with its own reference before showing it.
 from __future__ import annotations
 
 import math
+import time
 from typing import TYPE_CHECKING, Any
 
 from . import shrink, wire
@@ -20,6 +21,20 @@ if TYPE_CHECKING:
     from .supervisor import Supervisor
 
 REL, ABS = 1e-6, 1e-9  # far looser than any bug: the host re-checks with the rubric's own
+SECONDS = 3.0  # for all shrinking in one grading; it runs after every probe, so it delays, never starves
+
+
+class _Stop(Exception):
+    """A candidate's child did not end normally (a hang, a crash): stop shrinking this probe."""
+
+
+def find_all(sup: Supervisor, pending: list[tuple[dict[str, Any], list[dict[str, Any]]]]) -> None:
+    """Shrink each probe's first failing instance, within SECONDS and the grading's deadline."""
+    until = time.monotonic() + SECONDS
+    for probe, records in pending:
+        if time.monotonic() >= until:
+            return
+        find(sup, probe, records, until)
 
 
 def wrong_keys(program: dict[str, Any], obs: dict[str, Any]) -> set[str]:
@@ -36,7 +51,7 @@ def wrong_keys(program: dict[str, Any], obs: dict[str, Any]) -> set[str]:
     return wrong
 
 
-def find(sup: Supervisor, probe: dict[str, Any], records: list[dict[str, Any]]) -> None:
+def find(sup: Supervisor, probe: dict[str, Any], records: list[dict[str, Any]], until: float) -> None:
     budget = probe.get("shrink")
     if not isinstance(budget, dict):
         return
@@ -50,8 +65,14 @@ def find(sup: Supervisor, probe: dict[str, Any], records: list[dict[str, Any]]) 
     seen: dict[int, dict[str, Any]] = {}
 
     def first_wrong(batch: list[dict[str, Any]]) -> int | None:
+        left = until - time.monotonic()
+        if left <= 0:
+            raise _Stop
         task = sup.task("programs", programs=batch)
-        found, summary = sup.runs.run(task, ProgramRecords(len(batch)), timeout=sup.probe_seconds, progress_resets=True)
+        timeout = min(sup.probe_seconds, left)
+        found, summary = sup.runs.run(task, ProgramRecords(len(batch)), timeout=timeout, progress_resets=False)
+        if summary.get("status") != wire.OK:
+            raise _Stop
         obs = {r["program"]: r["obs"] for r in found if r.get("t") == wire.OBS and r.get("phase") == wire.FINAL}
         for i, candidate in enumerate(batch):
             if i in obs and wrong_keys(candidate, obs[i]) & wrong:  # the same quantity still wrong
@@ -61,7 +82,18 @@ def find(sup: Supervisor, probe: dict[str, Any], records: list[dict[str, Any]]) 
 
     rounds_allowed = min(int(budget.get("rounds", 12)), 40)
     keep = [op for op in budget.get("keep", []) if isinstance(op, str)]
-    small, rounds = shrink.shrink(program, first_wrong, rounds=rounds_allowed, keep=keep)
+    best: list[dict[str, Any]] = [program]
+
+    def kept(batch: list[dict[str, Any]]) -> int | None:
+        index = first_wrong(batch)
+        if index is not None:
+            best[0] = batch[index]
+        return index
+
+    try:
+        small, rounds = shrink.shrink(program, kept, rounds=rounds_allowed, keep=keep)
+    except _Stop:
+        small, rounds = best[0], -1  # as far as it got
     if small is program:
         return
     sup.emit(

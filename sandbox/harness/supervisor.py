@@ -65,6 +65,7 @@ class Supervisor:
         self.flooded = False  # importing the file printed past the output limit
         self.stalled = False  # importing the file ran past its time limit
         self.out_of_memory = False  # importing the file raised MemoryError
+        self.to_shrink: list[tuple[dict[str, Any], list[dict[str, Any]]]] = []  # program probes, with their records
 
     def task(self, kind: str, **fields: Any) -> dict[str, Any]:
         """A child's task: the engine as the grader found it, and this kind's own fields only."""
@@ -159,8 +160,8 @@ class Supervisor:
         records, summary = self.runs.run(task, schema, timeout=self.probe_seconds, progress_resets=resets)
         for record in records:
             self.emit({**record, "probe": probe_id})
-        if kind == wire.PROGRAM and summary.get("status") == wire.OK:
-            counterexample.find(self, probe, records)
+        if kind == wire.PROGRAM and summary.get("status") == wire.OK and probe.get("shrink"):
+            self.to_shrink.append((probe, records))  # after every probe: never at their expense
         ended = {k: v for k, v in summary.items() if k != "output_tail"}
         self.emit({"t": wire.PROBE_END, "probe": probe_id, **ended})
         return summary
@@ -187,6 +188,7 @@ class Supervisor:
                     stalled = stalled + 1 if summary.get("status") in (wire.TIMEOUT, wire.DEADLINE) else 0
             else:
                 self._not_run(probe_id, wire.REASON_UNKNOWN_KIND)
+        counterexample.find_all(self, self.to_shrink)
 
 
 def _stopped_words(summary: dict[str, Any], seconds: float) -> str:
