@@ -15,9 +15,10 @@ from dataclasses import replace
 from typing import Any
 
 from sandbox.harness import programs as executors
+from sandbox.harness.shrink import SIMPLE
 
 from ..plan import Plan
-from ..program import describe
+from ..program import Program, describe
 from ..results import CheckResult, Comparison, Counterexample, Outcome, Visibility
 from ..rubric import Check, Rubric, Tolerance
 from .comparers import number_ok, selected
@@ -62,10 +63,31 @@ def _program(record: ShrunkRecord) -> dict[str, Any]:
     return {"leaves": dict(record.leaves), "steps": [list(s) for s in record.steps], "record": []}
 
 
+def _numbers(steps: Any) -> set[float]:
+    return {float(a) for step in steps for a in step[2:] if isinstance(a, (int, float)) and not isinstance(a, bool)}
+
+
+def discloses_nothing(record: ShrunkRecord, planned: Program) -> bool:
+    """Every input is one of shrink.SIMPLE and every constant one the planned program has (the
+    grader's own, public) or a simple one: no hidden input ever reaches a page, whatever the
+    sandbox reports (student code saw the inputs and may try to write them out this way)."""
+    allowed = _numbers(planned["steps"]) | set(SIMPLE)
+    return all(v in SIMPLE for v in record.leaves.values()) and _numbers(record.steps) <= allowed
+
+
 def verified(
-    record: ShrunkRecord, check: Check, tolerance: Tolerance, *, class_name: str, figure_id: str = "shrunk"
+    record: ShrunkRecord,
+    check: Check,
+    tolerance: Tolerance,
+    *,
+    class_name: str,
+    planned: Program,
+    figure_id: str = "shrunk",
 ) -> Counterexample | None:
-    """The counterexample as the feedback shows it, or None when the reference does not confirm it."""
+    """The counterexample as the feedback shows it, or None when it would show a hidden input
+    or the reference does not confirm it."""
+    if not discloses_nothing(record, planned):
+        return None
     record = canonical(record)
     program = _program(record)
     engine = getattr(load_reference(), class_name)
@@ -97,16 +119,29 @@ def with_counterexamples(
     out = []
     for result in checks:
         check = planned.get(result.check_id)
-        found = None
-        secret = check is not None and check.visibility is not Visibility.VISIBLE
-        if secret and rubric.counterexamples == "never":
-            pass  # a hidden check's inputs are never shown, not even one
-        elif check is not None and check.compare == "values" and result.outcome in (Outcome.FAILED, Outcome.PARTIAL):
-            probe_id = probe_for(check, results)
-            record = report.probe(probe_id).shrunk
-            if record is not None:
-                tolerance = rubric.tolerances[check.tolerance]
-                found = verified(record, check, tolerance, class_name=rubric.class_name, figure_id=f"{probe_id}#shrunk")
-                found = replace(found, shown=rubric.counterexamples) if found and secret else found
+        found = _found(plan, rubric, report, check, results) if check is not None else None
         out.append(replace(result, counterexample=found) if found else result)
     return out
+
+
+def _found(
+    plan: Plan, rubric: Rubric, report: SandboxReport, check: Check, results: dict[str, CheckResult]
+) -> Counterexample | None:
+    secret = check.visibility is not Visibility.VISIBLE
+    if secret and rubric.counterexamples == "never":
+        return None  # a hidden check's inputs are never shown, not even one
+    if check.compare != "values" or results[check.id].outcome not in (Outcome.FAILED, Outcome.PARTIAL):
+        return None
+    probe_id = probe_for(check, results)
+    record = report.probe(probe_id).shrunk
+    if record is None:
+        return None
+    found = verified(
+        record,
+        check,
+        rubric.tolerances[check.tolerance],
+        class_name=rubric.class_name,
+        planned=plan.probe(probe_id).programs[record.program],
+        figure_id=f"{probe_id}#shrunk",
+    )
+    return replace(found, shown=rubric.counterexamples) if found and secret else found

@@ -22,6 +22,8 @@ from grader.rubric import Rubric, load_rubric
 from sandbox.harness import wire
 
 STEPS = compile_steps(["x"], ["s = x * x", "y = s + x", "backward(y)"])
+PLANNED_STEPS = ["s = x * x", "y = s + x", "w = y * 0.75", "backward(w)"]
+PLANNED = {"leaves": {"x": 1.2345}, "steps": compile_steps(["x"], PLANNED_STEPS)}  # as the plan drew it
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +43,7 @@ def _right() -> dict[str, Any]:
 def test_a_counterexample_the_reference_confirms_is_shown_with_every_quantity(rubric: Rubric) -> None:
     check = rubric.check("reuse.random_dags")
     lost = {**_right(), "x.grad": 1.0}  # one path of x kept: the `=` bug
-    found = verified(_record(lost), check, rubric.tolerances[check.tolerance], class_name="Value")
+    found = verified(_record(lost), check, rubric.tolerances[check.tolerance], class_name="Value", planned=PLANNED)
     assert found is not None and found.operations == 2
     # Under plain names: leaves x, y...; nodes a, b...; the root L (one bug reads as one program).
     assert found.program.splitlines() == ["x = Value(3.0)", "a = x * x", "L = a + x", "L.backward()"]
@@ -54,18 +56,35 @@ def test_a_sandbox_that_reports_a_counterexample_on_which_the_engine_is_right_is
     rubric: Rubric,
 ) -> None:
     check = rubric.check("reuse.random_dags")
-    assert verified(_record(_right()), check, rubric.tolerances[check.tolerance], class_name="Value") is None
+    tolerance = rubric.tolerances[check.tolerance]
+    assert verified(_record(_right()), check, tolerance, class_name="Value", planned=PLANNED) is None
     # Wrong only in a quantity the check does not compare: not this check's counterexample.
     off = {**_right(), "s.data": 10.0}
     assert "*.data" not in check.observe
-    assert verified(_record(off), check, rubric.tolerances[check.tolerance], class_name="Value") is None
+    assert verified(_record(off), check, tolerance, class_name="Value", planned=PLANNED) is None
+
+
+def test_a_counterexample_that_would_show_a_hidden_input_is_never_shown(rubric: Rubric) -> None:
+    # Student code saw the hidden inputs: a sandbox could try to write them out as a "counterexample".
+    check = rubric.check("reuse.random_dags")
+    tolerance = rubric.tolerances[check.tolerance]
+    lost = {**_right(), "x.grad": 1.0}
+    hidden = ShrunkRecord(0, {"x": 1.2345}, tuple(tuple(s) for s in STEPS), lost)
+    assert verified(hidden, check, tolerance, class_name="Value", planned=PLANNED) is None
+    smuggled = compile_steps(["x"], ["s = x * 1.2345", "y = s + x", "backward(y)"])
+    record = ShrunkRecord(0, {"x": 3.0}, tuple(tuple(s) for s in smuggled), lost)
+    assert verified(record, check, tolerance, class_name="Value", planned=PLANNED) is None
+    # The grader's own constants (in the planned program, public) may stay.
+    kept = compile_steps(["x"], ["s = x * x", "y = s + x", "w = y * 0.75", "backward(w)"])
+    record = ShrunkRecord(0, {"x": 3.0}, tuple(tuple(s) for s in kept), {**lost, "w.data": 9.0, "w.grad": 1.0})
+    assert verified(record, check, tolerance, class_name="Value", planned=PLANNED) is not None
 
 
 def test_a_program_the_reference_cannot_run_is_dropped(rubric: Rubric) -> None:
     check = rubric.check("reuse.random_dags")
     steps = compile_steps(["x"], ["y = log(x)", "backward(y)"])
     record = ShrunkRecord(0, {"x": -1.0}, tuple(tuple(s) for s in steps), {"x.grad": 5.0})
-    assert verified(record, check, rubric.tolerances[check.tolerance], class_name="Value") is None
+    assert verified(record, check, rubric.tolerances[check.tolerance], class_name="Value", planned=PLANNED) is None
 
 
 def _raw(**changes: Any) -> dict[str, Any]:
