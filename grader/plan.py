@@ -101,6 +101,7 @@ class Plan:
                 "budget_seconds": max(1.0, limits.wall_seconds - 8.0),
                 "output_bytes": limits.output_kb * 1024,
                 "child_memory_mb": limits.child_memory_mb,
+                "shrink_seconds": limits.shrink_seconds,
             },
             "student": {"uid": wire.STUDENT_UID, "gid": wire.STUDENT_UID, "reap": True} if isolate else {},
             "probes": [p.to_json() for p in self.probes],

@@ -70,6 +70,7 @@ class Limits:
     stdout_kb: int = 4096
     tmpfs_mb: int = 16
     max_file_kb: int = 1024
+    shrink_seconds: float = 3.0  # all counterexample shrinking of one grading, after every probe
 
 
 @dataclass(frozen=True)

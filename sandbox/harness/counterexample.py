@@ -21,7 +21,6 @@ if TYPE_CHECKING:
     from .supervisor import Supervisor
 
 REL, ABS = 1e-6, 1e-9  # far looser than any bug: the host re-checks with the rubric's own
-SECONDS = 3.0  # for all shrinking in one grading; it runs after every probe, so it delays, never starves
 
 
 class _Stop(Exception):
@@ -29,8 +28,10 @@ class _Stop(Exception):
 
 
 def find_all(sup: Supervisor, pending: list[tuple[dict[str, Any], list[dict[str, Any]]]]) -> None:
-    """Shrink each probe's first failing instance, within SECONDS and the grading's deadline."""
-    until = time.monotonic() + SECONDS
+    """Shrink each probe's first failing instance, within the plan's ``shrink_seconds`` (for
+    all of them) and the grading's deadline. It runs after every probe: it delays a grading,
+    never starves it."""
+    until = time.monotonic() + sup.shrink_seconds
     for probe, records in pending:
         if time.monotonic() >= until:
             return

@@ -50,6 +50,7 @@ class Supervisor:
         limits = plan["limits"]
         self.probe_seconds = float(limits["probe_seconds"])
         self.script_seconds = float(limits["script_seconds"])
+        self.shrink_seconds = float(limits.get("shrink_seconds", 0.0))
         student = plan.get("student") or {}
         root = os.geteuid() == 0
         who = Identity(student.get("uid") if root else None, student.get("gid") if root else None)

@@ -65,3 +65,27 @@ def test_each_caught_catalogue_bug_shrinks_to_at_most_four_operations_and_scores
             assert found, f"{operator.id}: a hidden values check caught it, and no counterexample was shown"
             shown += 1
     assert shown >= 20  # most of the catalogue is caught by a hidden values check
+
+
+@pytest.mark.slow  # two gradings of an engine that hangs (a minute)
+def test_an_engine_that_hangs_while_being_shrunk_loses_no_point_and_no_time_budget(
+    rubrics: tuple[Rubric, Rubric], tmp_path: Path
+) -> None:
+    # The `=` bug in __mul__, and an endless loop whenever a leaf of 1.0 is made: shrinking's
+    # first candidates hang. They run after every probe, within shrink_seconds, and stop there.
+    shipped, plain = rubrics
+    source = REFERENCE.read_text(encoding="utf-8")
+    text, _ = mutate_text(source, "acc_mul", shipped.class_name)
+    marker = "def __init__(self, data"
+    assert text.count(marker) == 1
+    head, tail = text.split(marker)
+    signature, body = tail.split(":\n", 1)
+    hang = "        if data == 1.0 and type(data) is float:\n            while True:\n                pass\n"
+    path = tmp_path / "autograd_lab.py"
+    path.write_text(head + marker + signature + ":\n" + hang + body, encoding="utf-8")
+    with_shrinking, without = _grade(path, shipped), _grade(path, plain)
+    assert with_shrinking.status is without.status and with_shrinking.score == without.score > 0
+    assert [(c.check_id, c.outcome, c.points) for c in with_shrinking.checks] == [
+        (c.check_id, c.outcome, c.points) for c in without.checks
+    ]
+    assert with_shrinking.execution_time <= without.execution_time + shipped.limits.shrink_seconds + 5.0
