@@ -252,6 +252,7 @@ def test_plan_header(rubric) -> None:
         "budget_seconds": 52.0,
         "output_bytes": 16 * 1024,
         "child_memory_mb": 256,
+        "shrink_seconds": 3.0,
     }
     assert body["student"] == {}  # the local runner cannot switch users
     isolated = json.loads(build_plan(rubric, seed=5, visible_only=False).to_bytes(rubric, nonce=NONCE, isolate=True))
