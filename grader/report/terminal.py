@@ -120,7 +120,8 @@ def _failing(numbered: NumberedCheck, result: SubmissionResult) -> RenderableTyp
         body.append(_text(check.message))
     found = check.counterexample
     if found is not None:
-        body.append(_text(f"Smallest failing program ({found.operations} operations):", "bold"))
+        count = f"{found.operations} operation{'' if found.operations == 1 else 's'}"
+        body.append(_text(f"Smallest failing program ({count}):", "bold"))
         body.extend(_text("  " + line) for line in found.program.splitlines())
         body.extend(_text(comparison_line(c), "red") for c in found.comparisons if not c.ok)
     if shows_details(check):

@@ -16,6 +16,7 @@ from grader.plan import build_plan
 from grader.program import compile_steps
 from grader.report.html import render_feedback_html
 from grader.report.markdown import render_markdown
+from grader.report.terminal import render_summary
 from grader.results import Outcome, Visibility
 from grader.results_io import result_from_json, result_to_json
 from grader.rubric import Rubric, load_rubric
@@ -149,6 +150,8 @@ def test_a_counterexample_is_rendered_and_survives_storage(rubric: Rubric) -> No
     assert "Smallest failing program" in html and "a = x * x" in html and "<figure" in html
     markdown = render_markdown(again)
     assert "**Smallest failing program** (2 operations):" in markdown and "L.backward()" in markdown
+    terminal = render_summary(again, color=False)
+    assert "Smallest failing program (2 operations):" in terminal and "a = x * x" in terminal
 
 
 def test_the_same_program_found_by_two_checks_is_shown_once(rubric: Rubric) -> None:
