@@ -69,6 +69,11 @@ def _test_output(check: CheckResult) -> str:
             lines.append(f"Likely misconception: {check.misconception}")
         if check.hint:
             lines.append(f"Hint: {check.hint}")
+    found = check.counterexample
+    if found is not None:
+        # Shown as the test is: a hidden test's output reaches staff only.
+        lines += ["", "Smallest failing program:", found.program]
+        lines.extend(comparison_line(c) for c in found.comparisons if not c.ok)
     return "\n".join(lines)
 
 

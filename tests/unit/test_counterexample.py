@@ -14,6 +14,7 @@ from grader.judge.parse import shrunk_record
 from grader.judge.records import ProbeRecords, SandboxReport, ShrunkRecord
 from grader.plan import build_plan
 from grader.program import compile_steps
+from grader.report.gradescope import to_gradescope
 from grader.report.html import render_feedback_html
 from grader.report.markdown import render_markdown
 from grader.report.terminal import render_summary
@@ -152,6 +153,8 @@ def test_a_counterexample_is_rendered_and_survives_storage(rubric: Rubric) -> No
     assert "**Smallest failing program** (2 operations):" in markdown and "L.backward()" in markdown
     terminal = render_summary(again, color=False)
     assert "Smallest failing program (2 operations):" in terminal and "a = x * x" in terminal
+    (test,) = to_gradescope(again)["tests"]
+    assert test["visibility"] == "hidden" and "Smallest failing program:\nx = Value(3.0)\na = x * x" in test["output"]
 
 
 def test_the_same_program_found_by_two_checks_is_shown_once(rubric: Rubric) -> None:
