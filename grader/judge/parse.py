@@ -13,6 +13,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+from sandbox.harness import programs as executors
 from sandbox.harness import wire
 
 from ..plan import Plan, PlannedProbe
@@ -240,7 +241,8 @@ def _program_record(kind: str, record: dict[str, Any], report: _Builder, probe: 
 
 
 MAX_SHRUNK_LEAVES, MAX_SHRUNK_STEPS = 8, 64
-_STEP_OPS = {"add": 2, "sub": 2, "mul": 2, "div": 2, "pow": 2, "neg": 1, "tanh": 1, "relu": 1, "exp": 1, "log": 1}
+# What the executors run, with each operation's operand count (the same vocabulary, not a copy).
+_STEP_OPS = {**dict.fromkeys(executors.BINARY, 2), **dict.fromkeys((*executors.UNARY_METHODS, "neg"), 1)}
 
 
 def _name(value: Any) -> bool:
@@ -248,7 +250,13 @@ def _name(value: Any) -> bool:
 
 
 def _number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    """A finite number a float holds (JSON may carry an integer far past any float)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    try:
+        return math.isfinite(float(value))
+    except OverflowError:
+        return False
 
 
 def shrunk_record(record: dict[str, Any], count: int) -> ShrunkRecord | None:

@@ -108,6 +108,8 @@ def _raw(**changes: Any) -> dict[str, Any]:
         {"leaves": {"x": 3.0}, "steps": [["y", "neg", "x"]]},  # no backward
         {"leaves": {"x": 3.0}, "steps": [["y", "neg", "x"], ["", "backward", "q"]]},  # backward of nothing
         {"leaves": {"x": True}, "steps": [["y", "neg", "x"], ["", "backward", "y"]]},  # a bool is no number
+        {"leaves": {"x": 10**400}, "steps": [["y", "neg", "x"], ["", "backward", "y"]]},  # past any float
+        {"leaves": {"x": 1.0}, "steps": [["y", "mul", "x", -(10**400)], ["", "backward", "y"]]},
         {"leaves": {"x": 2.0}, "steps": [["y", "pow", "x", "x"], ["", "backward", "y"]]},  # exponent not constant
         {"leaves": {"x": 2.0}, "steps": [["x", "neg", "x"], ["", "backward", "x"]]},  # a name built twice
         {"leaves": {f"a{i}": 1.0 for i in range(20)}, "steps": [["y", "neg", "a0"], ["", "backward", "y"]]},
