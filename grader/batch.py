@@ -32,6 +32,7 @@ from .report.view import write_text_atomic
 from .results import Status, SubmissionResult
 from .rubric import Rubric
 from .runners.base import Evidence, Runner
+from .similarity.batch import class_section
 from .store import STORE_NAME, Store, StoredSubmission
 
 STUDENTS_DIR = "students"
@@ -261,6 +262,22 @@ def _write_student(out: Path, result: SubmissionResult) -> None:
         (folder / "prairielearn.json").unlink(missing_ok=True)  # a grader failure is not a grade
 
 
+def write_class_index(
+    store: Store, out: Path, *, rubric_name: str, results: list[SubmissionResult] | None = None
+) -> None:
+    """OUT/index.html, with the last similarity report's headline when there is one."""
+    if results is None:
+        results = [s.result for s in store.results()]
+    page = render_class_report(
+        results,
+        title=f"{rubric_name}: class report",
+        feedback_href=lambda s: f"{STUDENTS_DIR}/{s}/feedback.html",
+        similarity=class_section(store),
+        similarity_hint=f"grader similarity {out}",
+    )
+    write_text_atomic(out / "index.html", page)
+
+
 def export_class(store: Store, out: Path, *, rubric_name: str, section_tags: list[str], canvas: bool) -> int:
     """Every class-level and per-student file, from the store alone; returns how many students."""
     stored = store.results()
@@ -269,10 +286,7 @@ def export_class(store: Store, out: Path, *, rubric_name: str, section_tags: lis
     for result in results:
         _write_student(out, result)
     write_grades_csv(results, out / "grades.csv", section_tags)
-    page = render_class_report(
-        results, title=f"{rubric_name}: class report", feedback_href=lambda s: f"{STUDENTS_DIR}/{s}/feedback.html"
-    )
-    write_text_atomic(out / "index.html", page)
+    write_class_index(store, out, rubric_name=rubric_name, results=results)
     if canvas:
         write_canvas_csv(
             [(names.get(r.student, r.student), r.student, r) for r in results], out / "canvas_grades.csv", rubric_name

@@ -213,6 +213,51 @@ def export(out: Path, rubric_path: str | None) -> None:
     echo(f"Exported {count} results from {path}.")
 
 
+@cli.command("similarity")
+@click.argument("out", type=click.Path(file_okay=False, exists=True, path_type=Path))
+@click.option(
+    "--base",
+    "base_files",
+    multiple=True,
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    help="Code every student was given (starter code, the handout's listings); repeatable. "
+    "Its matches are not counted. The reference solution always is base code.",
+)
+@click.option(
+    "--threshold",
+    type=click.FloatRange(0.0, 1.0),
+    default=0.5,
+    show_default=True,
+    help="Pairs scoring this or more are listed and grouped.",
+)
+@rubric_option
+def similarity(out: Path, base_files: tuple[Path, ...], threshold: float, rubric_path: str | None) -> None:
+    """Compare every pair of submissions graded into OUT: OUT/similarity.json and similarity.html.
+
+    It finds similarity, not misconduct: a person reads the files and decides."""
+    from .batch import write_class_index
+    from .similarity.batch import class_similarity, read_base
+    from .store import STORE_NAME, Store
+
+    rubric = _rubric(rubric_path)
+    path = out / STORE_NAME
+    if not path.is_file():
+        raise click.ClickException(f"{path} does not exist: grade a class into {out} first")
+    base = read_base(list(base_files))
+    with Store(path) as store:
+        report = class_similarity(
+            store, out, base=base, threshold=threshold, title=f"{rubric.name}: similarity between submissions"
+        )
+        write_class_index(store, out, rubric_name=rubric.name)
+    groups = f", {len(report.groups)} groups of three or more" if report.groups else ""
+    echo(
+        f"Compared {len(report.prints)} submissions ({len(report.pairs)} pairs): "
+        f"{len(report.flagged)} pairs at {threshold:g} or more{groups}. See {out / 'similarity.html'}."
+    )
+    for student, why in report.skipped:
+        echo(f"not compared: {student}: {why}", err=True, one_line=True)
+
+
 def _runner_factory(first: Runner) -> Callable[[], Runner]:
     """More runners like ``first``, one per worker thread (the image is already built)."""
     if first.name == "docker":

@@ -6,7 +6,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from .courses import policy
+from .courses import policy, similarity
 from .courses import views as staff
 from .fleet.metrics import metrics
 from .submissions import health
@@ -24,6 +24,8 @@ urlpatterns = [
     path("a/<str:slug>/class/regrade/", staff.regrade, name="regrade"),
     path("a/<str:slug>/class/policy/", policy.policy, name="policy"),
     path("a/<str:slug>/class/extension/", policy.extension, name="extension"),
+    path("a/<str:slug>/class/similarity/", similarity.similarity, name="similarity"),
+    path("a/<str:slug>/class/base-code/", similarity.base_code, name="base-code"),
     path("submissions/<int:submission_id>/", student.submission_page, name="submission"),
     path("submissions/<int:submission_id>/status.json", student.submission_status, name="submission-status"),
     path("submissions/<int:submission_id>/feedback/", student.feedback, name="feedback"),

@@ -32,6 +32,7 @@ from grader.report.class_stats import bin_index as bin_index
 from grader.report.html import environment
 from grader.report.view import STATUS_LABELS, format_number, write_text_atomic
 from grader.results import Status, SubmissionResult
+from grader.similarity.summary import SimilaritySection
 
 TEMPLATE = "class_report.html.j2"
 MAX_LINKED_STUDENTS = 5
@@ -172,8 +173,11 @@ def render_class_report(
     *,
     title: str,
     feedback_href: Callable[[str], str] = default_feedback_href,
+    similarity: SimilaritySection | None = None,
+    similarity_hint: str = "grader similarity OUT",
 ) -> str:
-    """The class page. `feedback_href` receives each student id already percent-encoded as one path segment."""
+    """The class page. `feedback_href` receives each student id already percent-encoded as one path segment.
+    ``similarity`` is the last similarity report's headline; without one the page says how to make it."""
     scored = [result for result in results if result.scored]
     heads = section_heads(results)
     context = {
@@ -191,6 +195,8 @@ def render_class_report(
         "grader_fault_note": GRADER_FAULT_NOTE,
         "heads": heads,
         "rows": _submission_rows(results, heads, feedback_href),
+        "similarity": similarity,
+        "similarity_hint": similarity_hint,
     }
     return environment().get_template(TEMPLATE).render(context)
 

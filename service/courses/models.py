@@ -100,6 +100,12 @@ class Assignment(models.Model):
         help_text="hidden inputs are drawn from this seed (drawn at random when the assignment is made; "
         "never shown to students); after a change, regrade everyone",
     )
+    # The similarity report leaves out what every student was given; the reference solution
+    # always is, and this adds the course's own starter code.
+    base_code = models.TextField(
+        blank=True, help_text="starter code every student was given: not counted by the similarity report"
+    )
+    similarity_json = models.TextField(blank=True, help_text="the last similarity report's headline")
 
     def __str__(self) -> str:
         return self.title

@@ -33,6 +33,7 @@ from ..submissions.views import feedback_policy
 from .access import assignment_for, submission_for
 from .models import STAFF_ROLES, Assignment, Counted, Enrolment, HiddenDetails, Role
 from .roster import RosterError, enrol_csv
+from .similarity import headline
 
 MAX_REASON = 2000
 
@@ -85,6 +86,8 @@ def class_view(request: HttpRequest, slug: str) -> HttpResponse:
         "extensions": assignment.extensions.select_related("user").order_by("user__username"),
         "counted_choices": Counted.choices,
         "hidden_choices": HiddenDetails.choices,
+        "similarity": headline(assignment),
+        "has_base_code": bool(assignment.base_code.strip()),
     }
     return render(request, "courses/class.html", context)
 
@@ -178,7 +181,13 @@ def class_report(request: HttpRequest, slug: str) -> HttpResponse:
     def feedback_href(student: str) -> str:
         return f"/submissions/{counted.get(unquote(student), 0)}/feedback/"
 
-    html = render_class_report([r for _, r in results], title=assignment.title, feedback_href=feedback_href)
+    html = render_class_report(
+        [r for _, r in results],
+        title=assignment.title,
+        feedback_href=feedback_href,
+        similarity=headline(assignment),
+        similarity_hint="the class view's similarity report",
+    )
     response = HttpResponse(html)
     response["Content-Security-Policy"] = feedback_policy(html)
     return response

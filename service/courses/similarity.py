@@ -1,0 +1,104 @@
+"""Staff pages: the similarity report over each student's counted file, and the base code it
+leaves out. It finds similarity, never misconduct; students never see it."""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+
+from grader.similarity.batch import MAX_BASE_BYTES, read_base
+from grader.similarity.report import SimilarityReport, Source, build, render_html
+from grader.similarity.summary import SimilaritySection, content_digest, section, to_meta
+
+from ..accounts.identity import signed_in
+from ..submissions.models import AuditEntry, Kind, Submission
+from ..submissions.standing import counted_submission
+from ..submissions.views import feedback_policy
+from .access import assignment_for
+from .models import STAFF_ROLES, Assignment, Enrolment, Role
+
+
+def _files(assignment: Assignment) -> list[tuple[str, Submission]]:
+    """Each enrolled student's counted submission, else their latest one with a file (a copy
+    that fails to grade is still a copy)."""
+    out = []
+    students = Enrolment.objects.filter(course=assignment.course, role=Role.STUDENT).select_related("user")
+    for enrolment in students.order_by("user__username"):
+        chosen = counted_submission(assignment, enrolment.user_id)
+        if chosen is None:
+            chosen = (
+                Submission.objects.filter(assignment=assignment, user_id=enrolment.user_id, kind=Kind.SUBMIT)
+                .exclude(size=0)
+                .order_by("-received_at")
+                .first()
+            )
+        if chosen is not None:
+            out.append((enrolment.user.username, chosen))
+    return out
+
+
+def _digest(files: list[tuple[str, Submission]]) -> str:
+    return content_digest((name, submission.sha256) for name, submission in files)
+
+
+def _report(assignment: Assignment, files: list[tuple[str, Submission]]) -> SimilarityReport:
+    base = read_base([])
+    if assignment.base_code.strip():
+        base.append(Source("the assignment's starter code", assignment.base_code))
+    sources = [Source(name, bytes(s.content).decode("utf-8", "replace")) for name, s in files]
+    return build(sources, base)
+
+
+def headline(assignment: Assignment) -> SimilaritySection | None:
+    """The last report's headline for the class pages, marked stale once a counted file changed."""
+    return section(
+        assignment.similarity_json,
+        digest=_digest(_files(assignment)),
+        href=reverse("similarity", args=[assignment.slug]),
+    )
+
+
+@login_required
+@require_GET
+def similarity(request: HttpRequest, slug: str) -> HttpResponse:
+    assignment, role = assignment_for(request.user, slug)
+    if role not in STAFF_ROLES:
+        raise Http404  # students cannot tell a staff page from a missing one
+    files = _files(assignment)
+    report = _report(assignment, files)
+    Assignment.objects.filter(pk=assignment.pk).update(similarity_json=to_meta(report, _digest(files)))
+    html = render_html(report, title=f"{assignment.title}: similarity between submissions")
+    response = HttpResponse(html)
+    response["Content-Security-Policy"] = feedback_policy(html)
+    return response
+
+
+@login_required
+@require_POST
+def base_code(request: HttpRequest, slug: str) -> HttpResponse:
+    """Instructors set (or clear, with no file) the starter code the report leaves out."""
+    assignment, role = assignment_for(request.user, slug)
+    if role != Role.INSTRUCTOR:
+        raise Http404
+    upload = request.FILES.get("base_code")
+    if upload is None:
+        text = ""
+    elif upload.size is None or upload.size > MAX_BASE_BYTES:
+        return HttpResponse("Choose a file of at most 1 MB.", status=400, content_type="text/plain")
+    else:
+        try:
+            text = upload.read().decode("utf-8-sig")
+        except UnicodeDecodeError:
+            return HttpResponse("The starter code must be UTF-8 text.", status=400, content_type="text/plain")
+        if "\x00" in text:
+            return HttpResponse("The starter code must be text, not binary.", status=400, content_type="text/plain")
+    Assignment.objects.filter(pk=assignment.pk).update(base_code=text, similarity_json="")
+    AuditEntry.objects.create(
+        actor=signed_in(request),
+        action="base_code",
+        detail=f"{assignment.slug}: {len(text)} characters of starter code" if text else f"{assignment.slug}: cleared",
+    )
+    return redirect("class-view", slug=assignment.slug)
