@@ -25,6 +25,7 @@ urlpatterns = [
     path("a/<str:slug>/class/policy/", policy.policy, name="policy"),
     path("a/<str:slug>/class/extension/", policy.extension, name="extension"),
     path("a/<str:slug>/class/similarity/", similarity.similarity, name="similarity"),
+    path("a/<str:slug>/class/similarity.json", similarity.similarity_json, name="similarity-json"),
     path("a/<str:slug>/class/base-code/", similarity.base_code, name="base-code"),
     path("submissions/<int:submission_id>/", student.submission_page, name="submission"),
     path("submissions/<int:submission_id>/status.json", student.submission_status, name="submission-status"),

@@ -128,6 +128,11 @@ def _lines(text: str, regions: Sequence[Region]) -> tuple[Line, ...]:
         for i, piece in enumerate(text[start:end].split("\n")):
             if i:
                 lines.append([])
+            if number and not lines[-1]:  # indentation is not shared code: leave it unmarked
+                indent = piece[: len(piece) - len(piece.lstrip(" \t"))]
+                if indent:
+                    lines[-1].append(Segment(indent, 0, 0))
+                    piece = piece[len(indent) :]
             if piece:
                 lines[-1].append(Segment(piece, number, other))
     if lines and not lines[-1] and text.endswith("\n"):

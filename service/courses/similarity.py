@@ -10,7 +10,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from grader.similarity.batch import MAX_BASE_BYTES, read_base
-from grader.similarity.report import SimilarityReport, Source, build, render_html
+from grader.similarity.report import SimilarityReport, Source, build, render_html, to_json
 from grader.similarity.summary import SimilaritySection, content_digest, section, to_meta
 
 from ..accounts.identity import signed_in
@@ -61,15 +61,30 @@ def headline(assignment: Assignment) -> SimilaritySection | None:
     )
 
 
-@login_required
-@require_GET
-def similarity(request: HttpRequest, slug: str) -> HttpResponse:
+def _fresh_report(request: HttpRequest, slug: str) -> tuple[Assignment, SimilarityReport]:
     assignment, role = assignment_for(request.user, slug)
     if role not in STAFF_ROLES:
         raise Http404  # students cannot tell a staff page from a missing one
     files = _files(assignment)
     report = _report(assignment, files)
     Assignment.objects.filter(pk=assignment.pk).update(similarity_json=to_meta(report, _digest(files)))
+    return assignment, report
+
+
+@login_required
+@require_GET
+def similarity_json(request: HttpRequest, slug: str) -> HttpResponse:
+    """Every pair, highest first, as ``grader similarity`` writes similarity.json."""
+    assignment, report = _fresh_report(request, slug)
+    response = HttpResponse(to_json(report), content_type="application/json")
+    response["Content-Disposition"] = f'attachment; filename="{assignment.slug}-similarity.json"'
+    return response
+
+
+@login_required
+@require_GET
+def similarity(request: HttpRequest, slug: str) -> HttpResponse:
+    assignment, report = _fresh_report(request, slug)
     html = render_html(report, title=f"{assignment.title}: similarity between submissions")
     response = HttpResponse(html)
     response["Content-Security-Policy"] = feedback_policy(html)

@@ -41,6 +41,9 @@ from grader.report.html import write_feedback_html
 from grader.results import SubmissionResult
 from grader.rubric import DEFAULT_RUBRIC, load_rubric
 from grader.runners.local import LocalRunner
+from grader.similarity.batch import read_base
+from grader.similarity.report import Source, build
+from grader.similarity.report import write as write_similarity
 
 DEFAULT_CHROMIUM = "/usr/bin/chromium"
 INSTALL_HINT = "install Debian's chromium package: apt-get install chromium"
@@ -146,7 +149,10 @@ def graded(tmp_path_factory: pytest.TempPathFactory) -> GradedPages:
         write_feedback_html(result, feedback[name])
     index = out / "index.html"
     write_class_report(list(results.values()), index, title=CLASS_TITLE)
-    return GradedPages(out=out, results=results, feedback=feedback, index=index)
+    # The similarity page over the same files (the hostile one included), with copies in it.
+    texts = [Source(name, p.read_text(encoding="utf-8", errors="replace")) for name, p in sources.items() if p.is_file()]
+    write_similarity(build(texts, read_base([])), out, title=f"{CLASS_TITLE}: similarity")
+    return GradedPages(out=out, results=results, feedback=feedback, index=index, similarity=out / "similarity.html")
 
 
 @pytest.fixture(scope="session")

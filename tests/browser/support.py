@@ -37,10 +37,12 @@ class GradedPages:
     results: dict[str, SubmissionResult]
     feedback: dict[str, Path]  # student -> feedback.html
     index: Path  # the class report over every result above
+    similarity: Path  # the similarity report over the same files
 
     def all_pages(self) -> dict[str, Path]:
         pages = {f"{name}/feedback.html": path for name, path in self.feedback.items()}
         pages["index.html"] = self.index
+        pages["similarity.html"] = self.similarity
         return pages
 
 

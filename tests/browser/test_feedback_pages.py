@@ -27,7 +27,7 @@ from support import (
     relative_luminance,
 )
 
-PAGES = [f"{name}/feedback.html" for name in (*STUDENTS, XSS_STUDENT)] + ["index.html"]
+PAGES = [f"{name}/feedback.html" for name in (*STUDENTS, XSS_STUDENT)] + ["index.html", "similarity.html"]
 AA_NORMAL = 4.5
 AA_LARGE = 3.0  # WCAG "large text": at least 24 px, or 18.66 px bold
 MAX_TABS = 300

@@ -3,6 +3,7 @@ with the assignment's starter code left out; the class pages carry its headline.
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -40,6 +41,8 @@ def test_staff_see_a_copy_and_the_class_view_carries_the_headline(cast: Cast) ->
     page = response.content.decode()
     assert "alice and bob" in page and "similarity, not misconduct" in page
     assert "script-src 'none'" in response["Content-Security-Policy"]
+    rows = json.loads(cast.client(cast.ta).get("/a/a8/class/similarity.json").content)
+    assert [(r["a"], r["b"]) for r in rows] == [("alice", "bob")] and rows[0]["score"] >= 0.5
     view = cast.client(cast.ta).get("/a/a8/class/").content.decode()
     assert ROUTE in view and "1 pairs at 50% or more" in view and "alice and bob" in view
     upload(cast.client(cast.student2), body=engine("jo_mensah").encode())  # bob starts over
@@ -50,6 +53,7 @@ def test_students_and_outsiders_get_404(cast: Cast) -> None:
     upload(cast.client(cast.student), body=engine("ana_ruiz").encode())
     for user in (cast.student, cast.student2, cast.outsider):
         assert cast.client(user).get(ROUTE).status_code == 404
+        assert cast.client(user).get("/a/a8/class/similarity.json").status_code == 404
         assert cast.client(user).post("/a/a8/class/base-code/").status_code == 404
     assert cast.client(cast.ta).post("/a/a8/class/base-code/").status_code == 404  # instructors only
     assert cast.client(cast.instructor).get("/a/b1/class/similarity/").status_code == 404  # not their course
