@@ -175,9 +175,11 @@ def render_class_report(
     feedback_href: Callable[[str], str] = default_feedback_href,
     similarity: SimilaritySection | None = None,
     similarity_hint: str = "grader similarity OUT",
+    similarity_href: str = "",
 ) -> str:
     """The class page. `feedback_href` receives each student id already percent-encoded as one path segment.
-    ``similarity`` is the last similarity report's headline; without one the page says how to make it."""
+    ``similarity`` is the last similarity report's headline; without one the page says how to make
+    it: the command ``similarity_hint``, or a link to ``similarity_href`` where a page makes it."""
     scored = [result for result in results if result.scored]
     heads = section_heads(results)
     context = {
@@ -197,6 +199,7 @@ def render_class_report(
         "rows": _submission_rows(results, heads, feedback_href),
         "similarity": similarity,
         "similarity_hint": similarity_hint,
+        "similarity_href": similarity_href,
     }
     return environment().get_template(TEMPLATE).render(context)
 

@@ -12,6 +12,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
@@ -186,7 +187,7 @@ def class_report(request: HttpRequest, slug: str) -> HttpResponse:
         title=assignment.title,
         feedback_href=feedback_href,
         similarity=headline(assignment),
-        similarity_hint="the class view's similarity report",
+        similarity_href=reverse("similarity", args=[assignment.slug]),
     )
     response = HttpResponse(html)
     response["Content-Security-Policy"] = feedback_policy(html)
