@@ -150,7 +150,8 @@ def graded(tmp_path_factory: pytest.TempPathFactory) -> GradedPages:
     index = out / "index.html"
     write_class_report(list(results.values()), index, title=CLASS_TITLE)
     # The similarity page over the same files (the hostile one included), with copies in it.
-    texts = [Source(name, p.read_text(encoding="utf-8", errors="replace")) for name, p in sources.items() if p.is_file()]
+    files = {name: p for name, p in sources.items() if p.is_file()}
+    texts = [Source(name, p.read_text(encoding="utf-8", errors="replace")) for name, p in files.items()]
     write_similarity(build(texts, read_base([])), out, title=f"{CLASS_TITLE}: similarity")
     return GradedPages(out=out, results=results, feedback=feedback, index=index, similarity=out / "similarity.html")
 
