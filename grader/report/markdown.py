@@ -218,15 +218,15 @@ def _failing(numbered: NumberedCheck, result: SubmissionResult) -> list[str]:
     if check.message:
         blocks.append(escape_inline(check.message))
     if check.counterexample is not None:
-        blocks.extend(_counterexample(check.counterexample, result))
+        blocks.extend(_counterexample(check, check.counterexample, result))
     if shows_details(check):
         blocks.extend(_details(check, result.figure(check.figure) if check.figure else None))
     return blocks
 
 
-def _counterexample(found: Counterexample, result: SubmissionResult) -> list[str]:
+def _counterexample(check: CheckResult, found: Counterexample, result: SubmissionResult) -> list[str]:
     first = next(c for c in result.checks if c.counterexample and c.counterexample.program == found.program)
-    if first.counterexample is not found:
+    if first is not check:
         return [f"**Smallest failing program:** the same as for {escape_inline(first.title)}."]
     wrong = tuple(c for c in found.comparisons if not c.ok) or found.comparisons
     return [

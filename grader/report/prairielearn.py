@@ -30,13 +30,29 @@ def _cut(text: str) -> str:
     return text if len(text) <= MAX_TEXT else text[: MAX_TEXT - 20] + "\n... (truncated)"
 
 
-def _test(number: str, check: CheckResult) -> dict[str, Any]:
+def _smallest(check: CheckResult, result: SubmissionResult) -> list[str]:
+    """A check's smallest failing program, as the Markdown feedback gives it: once, the later
+    checks it also fails pointing back at the first."""
+    found = check.counterexample
+    if found is None:
+        return []
+    first = next(c for c in result.checks if c.counterexample and c.counterexample.program == found.program)
+    if first is not check:
+        return ["", f"Smallest failing program: the same as for {first.title}."]
+    wrong = tuple(c for c in found.comparisons if not c.ok) or found.comparisons
+    plural = "" if found.operations == 1 else "s"
+    head = f"Smallest failing program ({found.operations} operation{plural}):"
+    return ["", head, found.program, *(comparison_line(c) for c in wrong)]
+
+
+def _test(number: str, check: CheckResult, result: SubmissionResult) -> dict[str, Any]:
     lines: list[str] = []
     if shows_details(check):
         lines.extend(comparison_line(c) for c in check.comparisons)
         lines.extend(check.notes)
         if check.misconception:
             lines.append(f"Likely misconception: {check.misconception}")
+    lines.extend(_smallest(check, result))
     return {
         "name": f"{number} {check.title}",
         "description": check.built if shows_details(check) else "",
@@ -62,7 +78,7 @@ def to_prairielearn(result: SubmissionResult) -> dict[str, Any] | None:
         "score": min(1.0, max(0.0, round(score, 6))),
         "message": _cut("\n".join(summary)),
         "output": _cut("\n".join(result.load.notices)),
-        "tests": [_test(n.number, n.check) for n in numbered_checks(result)],
+        "tests": [_test(n.number, n.check, result) for n in numbered_checks(result)],
     }
 
 

@@ -17,6 +17,7 @@ from grader.program import compile_steps
 from grader.report.gradescope import to_gradescope
 from grader.report.html import render_feedback_html
 from grader.report.markdown import render_markdown
+from grader.report.prairielearn import to_prairielearn
 from grader.report.terminal import render_summary
 from grader.results import Outcome, Visibility
 from grader.results_io import result_from_json, result_to_json
@@ -157,6 +158,9 @@ def test_a_counterexample_is_rendered_and_survives_storage(rubric: Rubric) -> No
     assert "Smallest failing program (2 operations):" in terminal and "a = x * x" in terminal
     (test,) = to_gradescope(again)["tests"]
     assert test["visibility"] == "hidden" and "Smallest failing program:\nx = Value(3.0)\na = x * x" in test["output"]
+    (pl_test,) = to_prairielearn(again)["tests"]  # type: ignore[index]
+    assert "Smallest failing program (2 operations):\nx = Value(3.0)\na = x * x" in pl_test["output"]
+    assert "x.grad" in pl_test["output"].split("L.backward()")[1]  # the wrong quantity, expected and observed
 
 
 def test_the_same_program_found_by_two_checks_is_shown_once(rubric: Rubric) -> None:
@@ -164,3 +168,8 @@ def test_the_same_program_found_by_two_checks_is_shown_once(rubric: Rubric) -> N
     second = replace(first, check_id="reuse.random_dags_again", title="Another check")
     html = render_feedback_html(make_submission([first, second], {"reuse": "Reuse"}))
     assert html.count('class="counterexample"') == 1 and "the same as" in html
+    tests = to_prairielearn(make_submission([first, second], {"reuse": "Reuse"}))["tests"]  # type: ignore[index]
+    assert "a = x * x" in tests[0]["output"] and "a = x * x" not in tests[1]["output"]
+    assert f"the same as for {first.title}" in tests[1]["output"]
+    markdown = render_markdown(make_submission([first, second], {"reuse": "Reuse"}))
+    assert markdown.count("a = x * x") == 1 and "the same as for" in markdown
