@@ -235,6 +235,8 @@ def similarity(out: Path, base_files: tuple[Path, ...], threshold: float, rubric
     """Compare every pair of submissions graded into OUT: OUT/similarity.json and similarity.html.
 
     It finds similarity, not misconduct: a person reads the files and decides."""
+    if threshold != threshold:  # NaN passes FloatRange
+        raise click.BadParameter("must be a number from 0 to 1", param_hint="--threshold")
     from .batch import write_class_index
     from .similarity.batch import class_similarity, read_base
     from .store import STORE_NAME, Store

@@ -128,6 +128,11 @@ def _lines(text: str, regions: Sequence[Region]) -> tuple[Line, ...]:
         for i, piece in enumerate(text[start:end].split("\n")):
             if i:
                 lines.append([])
+                if lines[-2] and lines[-2][-1].text.endswith("\r"):  # a CRLF file's line end
+                    last = lines[-2][-1]
+                    lines[-2][-1] = Segment(last.text[:-1], last.region, last.other_line)
+                    if not lines[-2][-1].text:
+                        lines[-2].pop()
             if number and not lines[-1]:  # indentation is not shared code: leave it unmarked
                 indent = piece[: len(piece) - len(piece.lstrip(" \t"))]
                 if indent:

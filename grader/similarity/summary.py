@@ -55,6 +55,10 @@ def to_meta(report: SimilarityReport, digest: str) -> str:
     )
 
 
+def _no_constant(name: str) -> float:
+    raise ValueError(f"{name} is not a number here")
+
+
 def _names(value: object) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise ValueError("not a list of names")
@@ -66,7 +70,9 @@ def section(meta: str | None, *, digest: str, href: str) -> SimilaritySection | 
     if not meta:
         return None
     try:
-        data = json.loads(meta)
+        data = json.loads(meta, parse_constant=_no_constant)
+        if not 0.0 <= float(data["threshold"]) <= 1.0:
+            return None
         top = tuple(
             TopPair(a, b, percent(float(score)))
             for a, b, score in data["top"]
@@ -81,5 +87,5 @@ def section(meta: str | None, *, digest: str, href: str) -> SimilaritySection | 
             top=top,
             stale=data["digest"] != digest,
         )
-    except (ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError, OverflowError):
         return None

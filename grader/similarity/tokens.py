@@ -64,6 +64,10 @@ def _python(source: str) -> list[Token]:
     statement_start = True  # the next token begins a statement (a lone string there is a docstring)
     pending: Token | None = None  # a string that may be a docstring, decided at the next token
     for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+        if tok.type == tokenize.ERRORTOKEN and tok.string in ("'", '"'):
+            # An unclosed quote: CPython 3.11's tokenizer rescans the rest of the line at each
+            # one (quadratic on a line of them), so the loose scanner reads this file instead.
+            raise tokenize.TokenError("an unclosed string", tok.start)
         norm = _normal(tok.type, tok.string)
         if norm is None:
             continue
@@ -80,6 +84,10 @@ def _python(source: str) -> list[Token]:
         if statement_start and norm == STRING:
             pending = token
             continue
+        if norm in (")", "]", "}") and out and out[-1].text == ",":
+            out.pop()  # a trailing comma is style, not code
+        if norm == NEWLINE and out and out[-1].text == NEWLINE:
+            continue  # `a = 1;` ends like `a = 1`
         out.append(token)
         statement_start = norm in (NEWLINE, INDENT, DEDENT)
     if pending is not None:
@@ -118,11 +126,16 @@ def _loose(source: str) -> list[Token]:
             norm = NEWLINE
         else:
             norm = text
+            if norm in (")", "]", "}") and out and out[-1].text == ",":
+                out.pop()
         out.append(Token(norm, match.start(), match.end()))
     return out
 
 
 def normalise(source: str) -> Tokens:
+    # Python reads a lone CR as a line end, the tokenizer's readline does not: make it one (same
+    # length, so every offset still points at the text as written).
+    source = re.sub(r"\r(?!\n)", "\n", source)
     try:
         return Tokens(tuple(_python(source)), "")
     except (tokenize.TokenError, SyntaxError) as error:  # IndentationError is a SyntaxError

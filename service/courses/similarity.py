@@ -3,6 +3,8 @@ leaves out. It finds similarity, never misconduct; students never see it."""
 
 from __future__ import annotations
 
+import hashlib
+
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
@@ -40,8 +42,11 @@ def _files(assignment: Assignment) -> list[tuple[str, Submission]]:
     return out
 
 
-def _digest(files: list[tuple[str, Submission]]) -> str:
-    return content_digest((name, submission.sha256) for name, submission in files)
+def _digest(assignment: Assignment, files: list[tuple[str, Submission]]) -> str:
+    """Changes with any counted file and with the starter code (a report made with other base
+    code is not current either)."""
+    base = hashlib.sha256(assignment.base_code.encode("utf-8", "surrogatepass")).hexdigest()
+    return content_digest([*((name, submission.sha256) for name, submission in files), ("", base)])
 
 
 def _report(assignment: Assignment, files: list[tuple[str, Submission]]) -> SimilarityReport:
@@ -56,7 +61,7 @@ def headline(assignment: Assignment) -> SimilaritySection | None:
     """The last report's headline for the class pages, marked stale once a counted file changed."""
     return section(
         assignment.similarity_json,
-        digest=_digest(_files(assignment)),
+        digest=_digest(assignment, _files(assignment)),
         href=reverse("similarity", args=[assignment.slug]),
     )
 
@@ -67,7 +72,7 @@ def _fresh_report(request: HttpRequest, slug: str) -> tuple[Assignment, Similari
         raise Http404  # students cannot tell a staff page from a missing one
     files = _files(assignment)
     report = _report(assignment, files)
-    Assignment.objects.filter(pk=assignment.pk).update(similarity_json=to_meta(report, _digest(files)))
+    Assignment.objects.filter(pk=assignment.pk).update(similarity_json=to_meta(report, _digest(assignment, files)))
     return assignment, report
 
 

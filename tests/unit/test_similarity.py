@@ -293,3 +293,38 @@ def test_the_hand_made_copies_are_disguised_and_still_run(name: str) -> None:
         [sys.executable, str(HAND_COPIES / name / "autograd_lab.py")], capture_output=True, timeout=60
     )
     assert done.returncode == 0, done.stderr[-500:]
+
+
+# --- found by a hostile review --------------------------------------------------------------------
+
+
+def test_a_line_of_unclosed_quotes_is_read_loosely_not_quadratically() -> None:
+    """CPython 3.11's tokenizer rescans a line at every unclosed quote: 64 KB took 50 s."""
+    hostile = "x = " + "'\\" * 32_000 + "x\n"
+    tokens = normalise(hostile)
+    assert "unclosed string" in tokens.loose and tokens.items  # the loose scanner, which is linear
+
+
+def test_line_endings_and_punctuation_do_not_hide_a_copy() -> None:
+    original = independent()["ana_ruiz"]
+    lone_cr = "# my lab\r" + original.replace("\n", "\r")  # Python runs it; the tokenizer saw one comment
+    crlf = original.replace("\n", "\r\n")
+    semicolons = "\n".join(line + ";" if line.strip().endswith(")") else line for line in original.split("\n"))
+    commas = original.replace(", self)", ", self,)").replace("(self, other)", "(self, other,)")
+    for disguised in (lone_cr, crlf, semicolons, commas):
+        report = build([Source("a", original), Source("b", disguised)], [REFERENCE])
+        assert report.pairs[0].score >= 0.95, report.pairs[0]
+
+
+def test_a_crlf_file_is_shown_without_its_carriage_returns() -> None:
+    original = independent()["cleo_marsh"]
+    report = build([Source("a", original), Source("b", original.replace("\n", "\r\n"))], [REFERENCE])
+    page = render_html(report, title="t")
+    assert "\\x0d" not in page and "\r" not in page and report.flagged
+
+
+def test_a_stored_headline_with_numbers_out_of_range_is_ignored() -> None:
+    good = json.loads(to_meta(build([Source("a", "x = 1\n")], []), "d"))
+    for bad in ({"threshold": 1e999}, {"threshold": 7}, {"compared": 1e999}):
+        assert section(json.dumps({**good, **bad}), digest="d", href="x") is None
+    assert section(json.dumps(good).replace('"threshold": 0.5', '"threshold": NaN'), digest="d", href="x") is None

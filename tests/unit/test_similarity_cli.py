@@ -80,3 +80,10 @@ def test_a_class_page_made_before_any_report_says_how_to_make_one(tmp_path: Path
     a_class(tmp_path)
     assert CliRunner().invoke(cli, ["export", str(tmp_path)]).exit_code == 0
     assert f"grader similarity {tmp_path}" in (tmp_path / "index.html").read_text()
+
+
+def test_a_threshold_that_is_not_a_number_is_refused(tmp_path: Path) -> None:
+    a_class(tmp_path)
+    outcome = CliRunner().invoke(cli, ["similarity", str(tmp_path), "--threshold", "nan"])
+    assert outcome.exit_code == 2 and "must be a number from 0 to 1" in outcome.output
+    assert not (tmp_path / "similarity.json").exists()
