@@ -13,6 +13,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .fingerprint import Fingerprint, K
+from .tokens import DEDENT, INDENT, NEWLINE
+
+STRUCTURE = (NEWLINE, INDENT, DEDENT)  # tokens of layout, not of code
 
 MIN_PRINTS = 24  # a few lines of attribute assignments alone look alike in anyone's code
 THRESHOLD = 0.5  # pairs at or above it are listed in the report
@@ -94,6 +97,15 @@ def shared_regions(mine: Fingerprint, theirs: Fingerprint, their_source: str, ba
         else:
             runs.append([i, i + K, first_at[value]])
     items, their_items = mine.tokens.items, theirs.tokens.items
+
+    def first_code(at: int) -> int:
+        """Skip line-end and nesting tokens: the run's line is that of its first real token."""
+        end = min(at + K, len(their_items)) - 1
+        while at < end and their_items[at].text in STRUCTURE:
+            at += 1
+        return at
+
     return [
-        Region(items[a].start, items[b - 1].end, _line_of(their_source, their_items[at].start)) for a, b, at in runs
+        Region(items[a].start, items[b - 1].end, _line_of(their_source, their_items[first_code(at)].start))
+        for a, b, at in runs
     ]

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from similarity_disguise import disguise
 
-from grader.similarity.compare import MIN_PRINTS, THRESHOLD, Pair, clusters
+from grader.similarity.compare import MIN_PRINTS, THRESHOLD, Pair, clusters, shared_regions
 from grader.similarity.fingerprint import WINDOW, K, base_hashes, fingerprint, kgram_hashes, winnow
 from grader.similarity.report import Source, build, render_html, to_json
 from grader.similarity.summary import content_digest, section, to_meta
@@ -328,3 +328,17 @@ def test_a_stored_headline_with_numbers_out_of_range_is_ignored() -> None:
     for bad in ({"threshold": 1e999}, {"threshold": 7}, {"compared": 1e999}):
         assert section(json.dumps({**good, **bad}), digest="d", href="x") is None
     assert section(json.dumps(good).replace('"threshold": 0.5', '"threshold": NaN'), digest="d", href="x") is None
+
+
+def test_a_marked_run_names_the_line_its_code_starts_on_in_the_other_file() -> None:
+    engines = independent()
+    mine = engines["ana_ruiz"]
+    theirs = (HAND_COPIES / "kim_tran" / "autograd_lab.py").read_text()
+    report = build([Source("ana_ruiz", mine), Source("kim_tran", theirs)], [REFERENCE])
+    regions = shared_regions(report.prints["ana_ruiz"], report.prints["kim_tran"], theirs, report.base)
+    assert regions
+    their_lines = theirs.split("\n")
+    for region in regions:
+        starts = [t.text for t in normalise(mine[region.start : region.end]).items if t.text not in "{};"]
+        named = [t.text for t in normalise(their_lines[region.other_line - 1].strip() + "\n").items]
+        assert starts[0] in named, (region, their_lines[region.other_line - 1])  # the run begins on that line
