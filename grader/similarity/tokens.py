@@ -58,6 +58,15 @@ def _normal(kind: int, text: str) -> str | None:
     return None  # comments, NL, ENCODING, ENDMARKER
 
 
+def _keep(out: list[Token], token: Token) -> None:
+    """Append ``token`` but for what is style, not code, in both scanners."""
+    if token.text in (")", "]", "}") and out and out[-1].text == ",":
+        out.pop()  # a trailing comma
+    if token.text == NEWLINE and out and out[-1].text == NEWLINE:
+        return  # `a = 1;` ends like `a = 1`, and blank lines are nothing
+    out.append(token)
+
+
 def _python(source: str) -> list[Token]:
     starts = _offsets(source)
     out: list[Token] = []
@@ -84,11 +93,7 @@ def _python(source: str) -> list[Token]:
         if statement_start and norm == STRING:
             pending = token
             continue
-        if norm in (")", "]", "}") and out and out[-1].text == ",":
-            out.pop()  # a trailing comma is style, not code
-        if norm == NEWLINE and out and out[-1].text == NEWLINE:
-            continue  # `a = 1;` ends like `a = 1`
-        out.append(token)
+        _keep(out, token)
         statement_start = norm in (NEWLINE, INDENT, DEDENT)
     if pending is not None:
         out.append(pending)
@@ -107,28 +112,22 @@ _LOOSE = re.compile(
 )
 
 
+_LOOSE_KINDS = {
+    "name": tokenize.NAME,
+    "number": tokenize.NUMBER,
+    "string": tokenize.STRING,
+    "newline": tokenize.NEWLINE,
+    "op": tokenize.OP,
+}  # comments and spaces: dropped, as the tokenizer's own COMMENT
+
+
 def _loose(source: str) -> list[Token]:
     """Tokens of text Python's tokenizer refuses: the same normal forms, no nesting tokens."""
     out: list[Token] = []
     for match in _LOOSE.finditer(source):
-        kind, text = match.lastgroup, match.group()
-        if kind in ("comment", "space"):
-            continue
-        if kind == "name":
-            norm = text if keyword.iskeyword(text) else NAME
-        elif kind == "number":
-            norm = NUMBER
-        elif kind == "string":
-            norm = STRING
-        elif kind == "newline":
-            if out and out[-1].text == NEWLINE:
-                continue
-            norm = NEWLINE
-        else:
-            norm = text
-            if norm in (")", "]", "}") and out and out[-1].text == ",":
-                out.pop()
-        out.append(Token(norm, match.start(), match.end()))
+        norm = _normal(_LOOSE_KINDS.get(match.lastgroup or "", tokenize.COMMENT), match.group())
+        if norm is not None:
+            _keep(out, Token(norm, match.start(), match.end()))
     return out
 
 

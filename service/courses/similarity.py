@@ -4,6 +4,7 @@ leaves out. It finds similarity, never misconduct; students never see it."""
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
@@ -23,13 +24,19 @@ from .access import assignment_for
 from .models import STAFF_ROLES, Assignment, Enrolment, Role
 
 
-def _files(assignment: Assignment) -> list[tuple[str, Submission]]:
-    """Each enrolled student's counted submission, else their latest one with a file (a copy
-    that fails to grade is still a copy)."""
+def _files(
+    assignment: Assignment, counted: Mapping[int, Submission | None] | None = None
+) -> list[tuple[str, Submission]]:
+    """Each enrolled student's counted submission (``counted``, by user id, where the caller
+    has already looked it up), else their latest one with a file (a copy that fails to grade is
+    still a copy)."""
     out = []
     students = Enrolment.objects.filter(course=assignment.course, role=Role.STUDENT).select_related("user")
     for enrolment in students.order_by("user__username"):
-        chosen = counted_submission(assignment, enrolment.user_id)
+        if counted is not None and enrolment.user_id in counted:
+            chosen = counted[enrolment.user_id]
+        else:
+            chosen = counted_submission(assignment, enrolment.user_id)
         if chosen is None:
             chosen = (
                 Submission.objects.filter(assignment=assignment, user_id=enrolment.user_id, kind=Kind.SUBMIT)
@@ -57,11 +64,13 @@ def _report(assignment: Assignment, files: list[tuple[str, Submission]]) -> Simi
     return build(sources, base)
 
 
-def headline(assignment: Assignment) -> SimilaritySection | None:
+def headline(
+    assignment: Assignment, counted: Mapping[int, Submission | None] | None = None
+) -> SimilaritySection | None:
     """The last report's headline for the class pages, marked stale once a counted file changed."""
     return section(
         assignment.similarity_json,
-        digest=_digest(assignment, _files(assignment)),
+        digest=_digest(assignment, _files(assignment, counted)),
         href=reverse("similarity", args=[assignment.slug]),
     )
 

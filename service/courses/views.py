@@ -80,14 +80,15 @@ def class_view(request: HttpRequest, slug: str) -> HttpResponse:
     assignment, role = assignment_for(request.user, slug)
     if role not in STAFF_ROLES:
         raise Http404
+    rows = _rows(assignment)
     context = {
         "assignment": assignment,
-        "rows": _rows(assignment),
+        "rows": rows,
         "is_instructor": role == Role.INSTRUCTOR,
         "extensions": assignment.extensions.select_related("user").order_by("user__username"),
         "counted_choices": Counted.choices,
         "hidden_choices": HiddenDetails.choices,
-        "similarity": headline(assignment),
+        "similarity": headline(assignment, {row.user.pk: row.counted for row in rows}),
         "has_base_code": bool(assignment.base_code.strip()),
     }
     return render(request, "courses/class.html", context)
