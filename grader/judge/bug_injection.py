@@ -3,7 +3,7 @@
 ``checks_pass`` is the validity gate, ``mutant_killed`` one named mutant (Step 5, the
 forced-fail guard), and ``score`` the catalogue's mutation score with the words that explain it.
 
-Every catalogue bug that applies to the file counts, caught or not: ``grader rubric validate``
+Every catalogue bug counts, caught or not, applicable or not: ``grader rubric validate``
 proves the grader's own checks detect each one on the reference, so none is a change checks
 of behaviour could not see. Nothing the submission does at run time takes a bug out of the
 count (a file that repairs itself when mutated only turns its catches into misses).
@@ -198,16 +198,17 @@ def score(ctx: Context) -> tuple[list[Verdict], list[str]]:
         else:
             survived.append(op.id)
     # No evidence of a catch is no catch: counting these out would score better than the same
-    # checks on a right engine, where most of them would simply pass.
-    counted = killed + survived + unclear
-    if not counted:
+    # checks on a right engine, where most of them would simply pass. A bug with no target in
+    # the file counts as not caught too: otherwise writing the engine so that fewer bugs apply
+    # would raise the share caught.
+    if not killed + survived + unclear:
         why = "none of the catalogue's bugs applies to your code"
         if skipped:
             why = "the grading time budget ran out before the injected bugs could be tried"
         elif timeouts:
             why = "every injected bug the grader detects made your checks run past the time limit"
         return [Verdict(False, problem=f"No mutation score: {why}.", kind="not_run")], []
-    verdicts = [Verdict(True) for _ in killed] + [Verdict(False) for _ in survived + unclear]
+    verdicts = [Verdict(True) for _ in killed] + [Verdict(False) for _ in survived + unclear + absent]
     notes = _score_notes(killed, survived + unclear, timeouts, skipped, absent)
     if unclear:
         notes.append(
@@ -224,8 +225,8 @@ def _score_notes(
     skipped: list[str],
     absent: list[str],
 ) -> list[str]:
-    counted = len(killed) + len(survived)
-    notes = [f"Your checks caught {len(killed)} of the {counted} injected bugs that the grader's checks detect."]
+    counted = len(killed) + len(survived) + len(absent)
+    notes = [f"Your checks caught {len(killed)} of the {counted} catalogue bugs that the grader's checks detect."]
     families: dict[str, list[str]] = {}
     for op_id in survived:
         families.setdefault(BY_ID[op_id].family, []).append(op_id)
@@ -242,5 +243,9 @@ def _score_notes(
     if skipped:
         notes.append(f"{len(skipped)} bug(s) were not tried: the grading time budget ran out (slow checks?).")
     if absent:
-        notes.append(f"{len(absent)} edit(s) had no target in your code (written differently) and were not counted.")
+        notes.append(
+            f"{len(absent)} edit(s) had no target in your code (written differently, or the operation is missing) "
+            "and count as not caught: the score is out of the whole catalogue, so no way of writing the engine "
+            "can raise it by leaving bugs nowhere to go."
+        )
     return notes

@@ -66,6 +66,8 @@ _NOT_RUN_REASONS = {
     wire.REASON_REPEATED_TIMEOUTS: f"{wire.STALLED_PROBES} probes in a row hit the time limit, "
     "so the rest were skipped",
     wire.REASON_NO_PROCESS: "your code's processes used up the sandbox's process limit (a fork bomb?)",
+    wire.REASON_TOO_DEEP: "the grader could not take your file apart for this check (an expression nested "
+    "deeper than it can follow, or too large for its memory); write long sums as loops or sum(...)",
 }
 
 

@@ -92,7 +92,7 @@ class ScriptRun:
     elapsed: float = 0.0
     limit: float = 0.0
     output: str = ""
-    # Where a failing run stopped (exception and frames in the checks, in the submitted file's
+    # Where a failing run stopped (file and frames in the checks, in the submitted file's
     # lines): a run on a copy that stops elsewhere saw something the unmodified file did not.
     stop: str = ""
 

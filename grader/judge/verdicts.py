@@ -76,12 +76,16 @@ def judge(rubric: Rubric, plan: Plan, expected: Expected, report: SandboxReport)
 
 
 def _engine_faults(rubric: Rubric, results: dict[str, CheckResult]) -> tuple[EngineFault, ...]:
-    """The checks that find the engine's values or backward order wrong, as judged so far."""
+    """The checks worth points that find the engine's values or backward order wrong, as judged
+    so far. A 0-point check (a hidden twin that only vouches) never opens catching mode: a file
+    could be wrong there on purpose, to have its checks' failures counted as catches."""
     failing = (Outcome.FAILED, Outcome.PARTIAL, Outcome.ERROR, Outcome.TIMEOUT)
     return tuple(
         EngineFault(r.title, r.outcome in (Outcome.FAILED, Outcome.PARTIAL))
         for r in results.values()
-        if rubric.check(r.check_id).compare in ENGINE_COMPARES and r.outcome in failing
+        if rubric.check(r.check_id).compare in ENGINE_COMPARES
+        and rubric.check(r.check_id).points > 0
+        and r.outcome in failing
     )
 
 

@@ -419,14 +419,33 @@ def _tanh_input(engine: Engine) -> list[int]:
     return _lines(square)
 
 
+def _is_exp_call(node: ast.AST) -> bool:
+    if not isinstance(node, ast.Call) or len(node.args) != 1:
+        return False
+    func = node.func
+    return (isinstance(func, ast.Attribute) and func.attr == "exp") or (isinstance(func, ast.Name) and func.id == "exp")
+
+
 def _exp_derivative_x(engine: Engine) -> list[int]:
     me = self_name(engine.method("exp"))
     writes = engine.writes("exp")
     ups = upstream_owners(writes)
     own = ast.Attribute(value=ast.Name(me, ast.Load()), attr="data", ctx=ast.Load())
     swaps: dict[int, ast.AST | None] = {}
+    # `e = math.exp(self.data)` kept in a local and read by the closure: that local is exp(x).
+    held = {
+        node.targets[0].id
+        for node in ast.walk(engine.method("exp"))
+        if isinstance(node, ast.Assign)
+        and len(node.targets) == 1
+        and isinstance(node.targets[0], ast.Name)
+        and _is_exp_call(node.value)
+    }
     for write in writes:
         for node in ast.walk(increment(write)):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in held:
+                swaps[id(node)] = ast.copy_location(copy.deepcopy(own), node)
+                continue
             is_out_data = (
                 isinstance(node, ast.Attribute)
                 and node.attr == "data"
@@ -562,6 +581,12 @@ def _swap_operator(method: str, old: type[ast.operator], new: type[ast.operator]
     """Swap the first ``old`` operator in ``method`` for ``new``; ``x.__add__(y)`` counts as ``x + y``."""
 
     def transform(engine: Engine) -> list[int]:
+        alias = _alias_of(engine, method)
+        if alias is not None and alias.value.id == _DUNDER[old]:  # type: ignore[attr-defined]
+            # `__radd__ = __add__`: the reflected operation is the forward one; the bug makes it
+            # call the other operator instead, as the edited method would.
+            alias.value = ast.fix_missing_locations(ast.copy_location(_delegate(_DUNDER[new]), alias.value))
+            return _lines(alias)
         for node in ast.walk(engine.method(method)):
             if isinstance(node, ast.BinOp) and isinstance(node.op, old):
                 node.op = new()
@@ -572,6 +597,35 @@ def _swap_operator(method: str, old: type[ast.operator], new: type[ast.operator]
         raise NotApplicable(f"{method} has no `{_SYMBOL[old]}`")
 
     return transform
+
+
+def _delegate(dunder: str) -> ast.Lambda:
+    """``lambda self, other: self.<dunder>(other)``."""
+    arguments = ast.arguments(
+        posonlyargs=[], args=[ast.arg("self"), ast.arg("other")], kwonlyargs=[], kw_defaults=[], defaults=[]
+    )
+    call = ast.Call(
+        ast.Attribute(ast.Name("self", ast.Load()), dunder, ast.Load()), [ast.Name("other", ast.Load())], []
+    )
+    return ast.Lambda(arguments, call)
+
+
+def _alias_of(engine: Engine, method: str) -> ast.Assign | None:
+    """``method = other_method`` in the class body (the last such binding), when that is how the
+    class defines ``method``."""
+    if method in engine.methods:
+        return None
+    found = None
+    for node in engine.cls.body:
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and node.targets[0].id == method
+            and isinstance(node.value, ast.Name)
+        ):
+            found = node
+    return found
 
 
 _SYMBOL = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**"}

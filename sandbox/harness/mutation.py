@@ -97,6 +97,9 @@ class MutationProbe:
                 texts[name] = mutate.mutate_text(self.sup.source, name, self.sup.engine.class_name, self.sup.filename)
             except (mutate.NotApplicable, loader.LoadError) as why:
                 results[name] = {"outcome": wire.NOT_APPLICABLE, "reason": str(why)[:300]}
+            except Exception as why:  # RecursionError, MemoryError: the file is valid Python all the same
+                reason = f"the grader could not edit your file ({type(why).__name__})"
+                results[name] = {"outcome": wire.NOT_APPLICABLE, "reason": reason}
         copies = self._equivalent_copies()
         runs: list[tuple[str, str]] = [(name, text) for name, (text, _) in texts.items()]
         runs += [(f"{wire.EQUIVALENT}#{i}", text) for i, text in enumerate(copies)]
@@ -126,7 +129,7 @@ class MutationProbe:
         for _ in range(EQUIVALENT_COPIES):
             try:
                 text, _ = equivalents.equivalent_text(self.sup.source, self.sup.engine.class_name, self.order)
-            except (mutate.NotApplicable, loader.LoadError, SyntaxError, ValueError):
+            except Exception:  # NotApplicable, or the file too deep for the grader's own edits
                 continue
             copies.append(text)
         return copies

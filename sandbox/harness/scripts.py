@@ -38,8 +38,10 @@ def outcome_from(exit_code: int | None, output: str, filename: str) -> dict[str,
 
 
 def stop_point(output: str, filename: str, record: dict[str, Any], class_lines: tuple[int, int], shift: int) -> str:
-    """Where a failing run of the checks stopped, in the lines of the file as submitted: the
-    exception and every traceback frame outside the graded class, outermost first. A copy of
+    """Where a failing run of the checks stopped, in the lines of the file as submitted: every
+    traceback frame outside the graded class, outermost first. Never the exception's name or
+    message: checks choose those freely (a name drawn from a hash of the values would make
+    every change of behaviour look like a new stop). A copy of
     the file differs from it only inside the class (``shift`` lines longer), so frames in the
     checks map back to the same lines; frames inside the class are left out (an edit there
     moves them). Empty when the output names no frame of the file."""
@@ -53,4 +55,4 @@ def stop_point(output: str, filename: str, record: dict[str, Any], class_lines: 
             mapped.append(str(line - shift))
     if not mapped:
         return ""
-    return f"{record.get('exception', '')}@{','.join(mapped)}"[:MAX_STOP]
+    return f"{filename}:{','.join(mapped)}"[:MAX_STOP]

@@ -171,25 +171,51 @@ class Supervisor:
         self.emit({"t": wire.PROBE_END, "probe": probe_id, "status": wire.NOT_RUN, "reason": reason})
 
     def run(self) -> None:
-        loaded = self.load()
+        try:
+            loaded = self.load()
+        except ZygoteGone:
+            raise
+        except Exception as error:  # the grader's own parsing ran out of stack or memory
+            loaded = self._load_failed(_too_deep(error), [])
         stalled = 0  # program probes in a row that hit their time limit
         for probe in self.plan["probes"]:
-            probe_id, kind = probe["id"], probe["kind"]
-            if not loaded:
-                self._not_run(probe_id, wire.REASON_LOAD_FAILED)
-            elif kind == wire.PROGRAM and stalled >= wire.STALLED_PROBES:
-                # An engine that hangs everywhere would spend the whole budget one probe at a
-                # time; what the first probes showed is what the rest would show.
-                self._not_run(probe_id, wire.REASON_REPEATED_TIMEOUTS)
-            elif kind == wire.MUTATION:
-                mutation.MutationProbe(self, probe).run()
-            elif kind in (wire.API, wire.PROGRAM):
-                summary = self.run_probe(probe)
-                if kind == wire.PROGRAM:
-                    stalled = stalled + 1 if summary.get("status") in (wire.TIMEOUT, wire.DEADLINE) else 0
-            else:
-                self._not_run(probe_id, wire.REASON_UNKNOWN_KIND)
-        counterexample.find_all(self, self.to_shrink)
+            try:
+                stalled = self._run_one(probe, loaded, stalled)
+            except ZygoteGone:
+                raise  # the fork server died: the grader's failure, never the student's
+            except Exception:
+                # Any in-harness stage (facts, mutants, copies, splicing) that fails on a file
+                # Python runs is that file's outcome, with a reason; never a grader failure.
+                self._not_run(probe["id"], wire.REASON_TOO_DEEP)
+        try:
+            counterexample.find_all(self, self.to_shrink)
+        except ZygoteGone:
+            raise
+        except Exception:
+            pass  # a counterexample is an illustration: without one, every point stands
+
+    def _run_one(self, probe: dict[str, Any], loaded: bool, stalled: int) -> int:
+        probe_id, kind = probe["id"], probe["kind"]
+        if not loaded:
+            self._not_run(probe_id, wire.REASON_LOAD_FAILED)
+        elif kind == wire.PROGRAM and stalled >= wire.STALLED_PROBES:
+            # An engine that hangs everywhere would spend the whole budget one probe at a
+            # time; what the first probes showed is what the rest would show.
+            self._not_run(probe_id, wire.REASON_REPEATED_TIMEOUTS)
+        elif kind == wire.MUTATION:
+            mutation.MutationProbe(self, probe).run()
+        elif kind in (wire.API, wire.PROGRAM):
+            summary = self.run_probe(probe)
+            if kind == wire.PROGRAM:
+                stalled = stalled + 1 if summary.get("status") in (wire.TIMEOUT, wire.DEADLINE) else 0
+        else:
+            self._not_run(probe_id, wire.REASON_UNKNOWN_KIND)
+        return stalled
+
+
+def _too_deep(error: Exception) -> dict[str, Any]:
+    message = f"the grader could not read the file's structure ({type(error).__name__})"
+    return {"type": "LoadError", "message": message, "line": None}
 
 
 def _stopped_words(summary: dict[str, Any], seconds: float) -> str:
@@ -228,6 +254,10 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     # The fork server first: nothing of the plan may be in its memory, nor in any child's.
     zygote = Zygote.start(child.main, _preload, loader.precompile)
+    # The harness's own syntax-tree work (facts, mutants, copies) recurses once per level of a
+    # nested expression: a 600-term sum is valid Python. Raised after the fork server starts, so
+    # student code keeps the interpreter's usual limit.
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 20000))
     try:
         if args.inputs_on_stdin:
             try:

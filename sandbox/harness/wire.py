@@ -64,6 +64,7 @@ REASON_NO_PROCESS: Final = "no_process"
 REASON_LOAD_FAILED: Final = "load_failed"
 REASON_UNKNOWN_KIND: Final = "unknown_kind"
 REASON_GATE: Final = "gate"
+REASON_TOO_DEEP: Final = "too_deep"  # the grader's own work on the file ran out of stack or memory
 
 # --- one run of the student's own checks (mutant "script" outcome) --------------------------------
 PASSED: Final = "passed"

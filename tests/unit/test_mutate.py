@@ -1015,7 +1015,6 @@ class Value:
     ("op_id", "message"),
     [
         ("fwd_rdiv", "Value.__rtruediv__ is not defined"),
-        ("fwd_radd", "Value.__radd__ is an alias of another method"),
         ("acc_mul", "__mul__ has no backward rule writing `<x>.grad += ...`"),
         ("loc_mul_subtract", "__mul__ has no backward rule writing `<x>.grad += ...`"),
         ("acc_relu", "relu has no backward rule writing `<x>.grad += ...`"),
@@ -1029,6 +1028,18 @@ def test_absent_target_is_not_applicable(op_id: str, message: str) -> None:
     tree = ast.parse(MINIMAL)
     with pytest.raises(NotApplicable, match=re.escape(message)):
         mutate(tree, op_id, "Value")
+
+
+def test_a_reflected_alias_gets_the_bug_too() -> None:
+    """`__radd__ = __add__` is how many engines write it: the bug replaces the alias with a
+    method that calls the other operator, so k + x computes x - k."""
+    tree = ast.parse(MINIMAL)
+    mutated, lines = mutate(tree, "fwd_radd", "Value")
+    namespace: dict[str, Any] = {}
+    exec(compile(mutated, "<mutant>", "exec"), namespace)
+    lifted = namespace["Value"](5.0)
+    assert lines and hasattr(lifted, "__radd__")
+    assert "__sub__" in ast.unparse(mutated)
 
 
 def test_acc_add_still_applies_to_the_minimal_engine() -> None:

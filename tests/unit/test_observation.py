@@ -142,11 +142,20 @@ AssertionError: x.grad
 def test_the_stop_point_leaves_out_the_class_and_maps_lines_back() -> None:
     record = {"exception": "AssertionError"}
     # The class spans lines 10-60 of the file as submitted.
-    assert scripts.stop_point(TRACEBACK, "autograd_lab.py", record, (10, 60), 0) == "AssertionError@120,101"
+    assert scripts.stop_point(TRACEBACK, "autograd_lab.py", record, (10, 60), 0) == "autograd_lab.py:120,101"
     # A copy whose class grew by 5 lines: frames in the checks map back to the same lines.
     shifted = TRACEBACK.replace("line 120", "line 125").replace("line 101", "line 106").replace("line 40", "line 44")
-    assert scripts.stop_point(shifted, "autograd_lab.py", record, (10, 60), 5) == "AssertionError@120,101"
+    assert scripts.stop_point(shifted, "autograd_lab.py", record, (10, 60), 5) == "autograd_lab.py:120,101"
     assert scripts.stop_point("no traceback here", "autograd_lab.py", record, (10, 60), 0) == ""
+
+
+def test_the_stop_point_is_the_place_never_the_exception_name() -> None:
+    """Checks name their exceptions freely (after a hash of the values, say): only file and line
+    tell two stops apart."""
+    renamed = TRACEBACK.replace("AssertionError: x.grad", "E3f9aError: 0.41")
+    first = scripts.stop_point(TRACEBACK, "autograd_lab.py", {"exception": "AssertionError"}, (10, 60), 0)
+    second = scripts.stop_point(renamed, "autograd_lab.py", {"exception": "E3f9aError"}, (10, 60), 0)
+    assert first == second == "autograd_lab.py:120,101"
 
 
 # --- hashes that follow the program, not the memory layout ---------------------------------------
