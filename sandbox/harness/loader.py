@@ -50,15 +50,19 @@ def parse(source: str, filename: str) -> ast.Module:
     try:
         return syntax.parse(source, filename=filename)
     except SyntaxError as error:
-        detail = error.msg or "invalid syntax"
-        line = (error.text or "").strip()
-        newer = ""
-        if _NEWER_SYNTAX.match(line):
-            version = f"{sys.version_info.major}.{sys.version_info.minor}"
-            newer = f"; this looks like syntax from a newer Python than the grader's {version}"
-        raise LoadError(f"SyntaxError: {detail} (line {error.lineno}){newer}", error.lineno, error.offset) from None
+        raise _syntax_failure(error) from None
     except (ValueError, RecursionError, MemoryError) as error:
         raise LoadError(f"the file cannot be parsed: {type(error).__name__}: {error}") from None
+
+
+def _syntax_failure(error: SyntaxError) -> LoadError:
+    detail = error.msg or "invalid syntax"
+    line = (error.text or "").strip()
+    newer = ""
+    if _NEWER_SYNTAX.match(line):
+        version = f"{sys.version_info.major}.{sys.version_info.minor}"
+        newer = f"; this looks like syntax from a newer Python than the grader's {version}"
+    return LoadError(f"SyntaxError: {detail} (line {error.lineno}){newer}", error.lineno, error.offset)
 
 
 def _is_definition(node: ast.stmt) -> bool:
@@ -95,9 +99,7 @@ def _compile_text(source: str, filename: str) -> types.CodeType:
     try:
         return compile(source, filename, "exec", dont_inherit=True)
     except SyntaxError as error:
-        raise LoadError(
-            f"SyntaxError: {error.msg or 'invalid syntax'} (line {error.lineno})", error.lineno, error.offset
-        ) from None
+        raise _syntax_failure(error) from None
     except (ValueError, RecursionError, MemoryError) as error:
         raise LoadError(f"the file cannot be compiled: {type(error).__name__}: {error}") from None
 

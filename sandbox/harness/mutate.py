@@ -452,16 +452,7 @@ def _exp_derivative_x(engine: Engine) -> list[int]:
                 and isinstance(node.value, ast.Name)
                 and node.value.id in ups
             )
-            func = node.func if isinstance(node, ast.Call) else None
-            is_exp_call = (
-                isinstance(node, ast.Call)
-                and len(node.args) == 1
-                and (
-                    (isinstance(func, ast.Attribute) and func.attr == "exp")
-                    or (isinstance(func, ast.Name) and func.id == "exp")
-                )
-            )
-            if is_out_data or is_exp_call:
+            if is_out_data or _is_exp_call(node):
                 swaps[id(node)] = ast.copy_location(copy.deepcopy(own), node)
     if not swaps:
         raise NotApplicable("exp's backward reads neither the output's .data nor exp(x)")

@@ -213,9 +213,8 @@ class Supervisor:
         return stalled
 
 
-def _too_deep(error: Exception) -> dict[str, Any]:
-    message = f"the grader could not read the file's structure ({type(error).__name__})"
-    return {"type": "LoadError", "message": message, "line": None}
+def _too_deep(error: Exception) -> dict[str, object]:
+    return loader.LoadError(f"the grader could not read the file's structure ({type(error).__name__})").record()
 
 
 def _stopped_words(summary: dict[str, Any], seconds: float) -> str:
