@@ -43,7 +43,9 @@ WRAPPER = textwrap.dedent(
     """
     import json, sys, time
     sys.path.insert(0, {repo!r})
-    from sandbox.harness import equivalents, mutate, runs, supervisor
+    from sandbox.harness import supervisor
+    from sandbox.harness.execution import runs
+    from sandbox.harness.mutation import equivalents, mutate
     spent = {{}}
     def timed(name, call):
         def wrapper(*args, **kwargs):

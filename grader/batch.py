@@ -28,7 +28,7 @@ from .report import write_feedback_html, write_grades_csv, write_gradescope, wri
 from .report.canvas import write_canvas_csv
 from .report.class_report import render_class_report
 from .report.prairielearn import write_prairielearn
-from .report.view import write_text_atomic
+from .report.view import student_files, write_text_atomic
 from .results import Status, SubmissionResult
 from .rubric import Rubric
 from .runners.base import Evidence, Runner
@@ -253,6 +253,8 @@ def student_dir(out: Path, student: str) -> Path:
 
 
 def _write_student(out: Path, result: SubmissionResult) -> None:
+    """Every file here is the student's (the store keeps the whole result for staff)."""
+    result = student_files(result)
     folder = student_dir(out, result.student)
     folder.mkdir(parents=True, exist_ok=True)
     write_gradescope(result, folder / "results.json")

@@ -13,7 +13,7 @@ import click
 
 from .errors import GraderError, InfraError, RubricValidationError, SandboxUnavailable, SubmissionError
 from .report import print_summary, write_feedback_html, write_gradescope, write_markdown
-from .report.view import printable
+from .report.view import printable, student_files
 from .results import SubmissionResult
 from .rubric import DEFAULT_RUBRIC, Rubric, load_rubric
 from .runners.base import Runner
@@ -96,7 +96,7 @@ def check(
     result = grade_submission(
         file, student=file.parent.name or "you", rubric=rubric, runner=runner, seed=rubric.seed, visible_only=True
     )
-    print_summary(result)
+    print_summary(student_files(result))
     _write(result, html_out, json_out, md_out)
     if not result.scored:
         sys.exit(InfraError.exit_code)  # the summary above already says what failed
@@ -182,8 +182,12 @@ def grade(
     )
     for warning in outcome.warnings:
         echo(f"warning: {warning}", err=True, one_line=True)
+    from .plan import seed_label
+
     seed_used = outcome.results[0].seed if outcome.results else seed
-    echo(f"Graded with seed {seed_used}. Wrote {out / 'grades.csv'}, {out / 'index.html'} and per-student reports.")
+    named = f" (fingerprint {seed_label(seed_used)})" if seed_used is not None else ""
+    whose = "the seed given" if seed is not None else "the assignment's seed"
+    echo(f"Graded with {whose}{named}. Wrote {out / 'grades.csv'}, {out / 'index.html'} and per-student reports.")
     if outcome.infra_failures:
         echo(
             f"{outcome.infra_failures} submission(s) failed for infrastructure reasons and were not scored; "
@@ -285,13 +289,16 @@ def rubric() -> None:
 def rubric_validate(path: str | None, sandbox: str, seed: int | None) -> None:
     """Prove the reference gets full marks and every literal agrees with the reference."""
     from .judge.diagnose import MUTATION_SECTION
-    from .validate import validate_rubric
+    from .plan import seed_label
+    from .validate import seed_warnings, validate_rubric
 
     loaded = _rubric(path)
     echo(
         f"{loaded.path}: loads cleanly, {len(loaded.checks)} checks in {len(loaded.sections)} sections, "
         f"{loaded.total:g} points."
     )
+    for warning in seed_warnings(loaded):
+        echo(f"warning: {warning}", err=True, one_line=True)
     outcome = validate_rubric(loaded, runner=make_runner(sandbox), seed=loaded.seed if seed is None else seed)
     echo(
         f"Literal values checked against the reference: {outcome.literals_checked}, "
@@ -300,7 +307,10 @@ def rubric_validate(path: str | None, sandbox: str, seed: int | None) -> None:
     for error in outcome.literal_errors:
         echo(f"  {error}")
     ref = outcome.reference_result
-    echo(f"Reference solution: {ref.score:g}/{ref.max_score:g} ({ref.status.value}, seed {ref.seed}, {ref.runner})")
+    echo(
+        f"Reference solution: {ref.score:g}/{ref.max_score:g} "
+        f"({ref.status.value}, seed {seed_label(ref.seed)}, {ref.runner})"
+    )
     for section in ref.sections:
         echo(f"  {section.tag:20s} {section.points:g}/{section.max_points:g}")
     for failed in [c for c in ref.checks if not c.passed]:
@@ -337,7 +347,12 @@ def rubric_reseed(path: str | None, seed: int | None) -> None:
         old, new = reseed(Path(path) if path else DEFAULT_RUBRIC, seed)
     except GraderError as error:
         _fail(error)
-    echo(f"Seed {old} -> {new}. The next `grader grade` regrades every submission with the new hidden inputs.")
+    from .plan import seed_label
+
+    echo(
+        f"Seed {seed_label(old)} -> {seed_label(new)} (fingerprints). "
+        "The next `grader grade` regrades every submission with the new hidden inputs."
+    )
 
 
 @cli.group()
@@ -446,6 +461,7 @@ def image_build(force: bool, base: str | None) -> None:
 
 
 def _write(result: SubmissionResult, html_out: Path | None, json_out: Path | None, md_out: Path | None) -> None:
+    result = student_files(result)  # files a student reads
     if md_out:
         write_markdown(result, md_out)
         echo(f"Markdown feedback: {md_out}")

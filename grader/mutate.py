@@ -1,17 +1,17 @@
 """The mutation catalogue, as the host and the student see it.
 
-The AST operators themselves live in ``sandbox.harness.mutate`` because they run inside the
-sandbox, next to the student's code (the host never executes a student file). This module
-adds what each bug *means*: the misconception in plain words, the handout part that explains
-it, and a one-line check that would catch it. Every operator has an entry; a test holds the
-two lists together.
+The AST operators themselves live in ``sandbox.harness.mutation.mutate`` because they run
+inside the sandbox, next to the student's code (the host never executes a student file). This
+module adds what each bug *means*: the misconception in plain words, the handout part that
+explains it, and a one-line check that would catch it. Every operator has an entry; a test
+holds the two lists together.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sandbox.harness.mutate import (
+from sandbox.harness.mutation.mutate import (
     BY_ID,
     CATALOGUE,
     EQUIVALENT,

@@ -2,23 +2,28 @@
 
 Random inputs are drawn where bugs show: stratified points per operation (away from the
 values where bugs hide: 0, +-1, a = b, kinks), a non-unit upstream gradient, an
-accumulation harness, and random DAGs whose every node is shared. Everything is derived
-from ``random.Random(seed)``, so a seed reproduces a plan exactly on any machine.
+accumulation harness, and random DAGs whose every node is shared. The seed is a key (128
+bits when drawn): each probe instance's inputs come from its own ``random.Random`` seeded with
+HMAC-SHA256(key, probe id and instance), so a key reproduces a plan exactly on any machine, and
+the inputs of one check, however many a student learns, say nothing about another's or the key.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import random
 import secrets
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from sandbox.harness import wire
-from sandbox.harness.mutate import CATALOGUE
+from sandbox.harness.mutation.mutate import CATALOGUE
 
 from .program import Program, compile_steps, evaluate, relu_inputs
+from .reference_class import correct_class
 from .results import Visibility
 from .rubric import Check, Probe, Rubric
 
@@ -58,9 +63,13 @@ class PlannedProbe:
     api_inputs: tuple[float, float, float, float] | None = None  # api probes: drawn x, y, c, k (None: fixed)
     shrink: int = 0  # program probes: rounds of counterexample shrinking (0: none)
     keep: tuple[str, ...] = ()  # operations a shrunk program must still have (an fd probe's own)
+    hidden: bool = False  # no visible check reads it: nothing it observes is shown before release
+    reference: str = ""  # mutation probes: the correct class the checks must pass on (catching mode)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"id": self.id, "kind": self.kind}
+        if self.hidden:
+            out["hidden"] = True
         if self.api_inputs is not None:
             out["inputs"] = list(self.api_inputs)
         if self.kind == wire.PROGRAM:
@@ -69,6 +78,8 @@ class PlannedProbe:
                 out["shrink"] = {"rounds": self.shrink, "keep": list(self.keep)}
         if self.kind == wire.MUTATION:
             out["mutants"] = list(self.mutants)
+            if self.reference:
+                out["reference"] = self.reference
         return out
 
 
@@ -96,9 +107,10 @@ class Plan:
             "limits": {
                 "probe_seconds": limits.probe_seconds,
                 "script_seconds": limits.script_seconds,
+                "budget_seconds": limits.budget_seconds,
                 # The harness stops a little before the host kills the sandbox, so partial
                 # results are reported rather than lost.
-                "budget_seconds": max(1.0, limits.wall_seconds - 8.0),
+                "wall_seconds": max(1.0, limits.wall_seconds - 8.0),
                 "output_bytes": limits.output_kb * 1024,
                 "child_memory_mb": limits.child_memory_mb,
                 "shrink_seconds": limits.shrink_seconds,
@@ -109,8 +121,16 @@ class Plan:
         return json.dumps(body, allow_nan=False).encode()
 
 
+SEED_BITS = 128
+
+
 def new_seed() -> int:
-    return secrets.randbelow(2**31)
+    return secrets.randbits(SEED_BITS)
+
+
+def seed_label(seed: int) -> str:
+    """What may be printed of a seed where it is not secret-safe: a fingerprint, never the key."""
+    return hashlib.sha256(_key(seed)).hexdigest()[:12]
 
 
 def build_plan(rubric: Rubric, *, seed: int, visible_only: bool) -> Plan:
@@ -120,20 +140,36 @@ def build_plan(rubric: Rubric, *, seed: int, visible_only: bool) -> Plan:
         for probe_id in (check.probe, check.fallback.probe if check.fallback else None):
             if probe_id is not None and probe_id not in needed:
                 needed.append(probe_id)
-    expanded = [_expand(rubric.probes[name], seed) for name in needed]
-    # Mutation probes run last: the rest of the grade never waits on them, and they reuse the
-    # plan's programs as the grader's own checks.
-    probes = [p for p in expanded if p.kind != wire.MUTATION]
+    shown = {
+        p for c in checks if c.visibility is Visibility.VISIBLE for p in (c.probe, c.fallback and c.fallback.probe)
+    }
+    expanded = [replace(_expand(rubric.probes[name], seed), hidden=name not in shown) for name in needed]
+    # Every run whose output a student may see comes before the first run that holds a hidden
+    # input: a hidden run can move counters every process shares (PIDs, inode numbers), and no
+    # shown run may read them after. So: shown probes, then bug injection (the student's checks,
+    # whose output is shown), then the hidden probes.
+    probes = [p for p in expanded if p.kind != wire.MUTATION and not p.hidden]
     for probe in (p for p in expanded if p.kind == wire.MUTATION):
         named = [c.mutant for c in checks if c.probe == probe.id and c.mutant]
-        wanted = rubric.probes[probe.id].mutants or tuple(op.id for op in CATALOGUE)
-        probes.append(PlannedProbe(probe.id, wire.MUTATION, mutants=tuple(dict.fromkeys([*named, *wanted]))))
+        wanted = [m for m in rubric.probes[probe.id].mutants or tuple(op.id for op in CATALOGUE) if m not in named]
+        # The checks' own mutants first, then the rest in an order the key decides: when a
+        # grading's budget cannot hold every run, which bugs are tried is the seed's choice.
+        _rng(seed, probe.id).shuffle(wanted)
+        mutants = tuple(dict.fromkeys([*named, *wanted]))
+        probes.append(PlannedProbe(probe.id, wire.MUTATION, mutants=mutants, reference=correct_class()))
+    probes += [p for p in expanded if p.kind != wire.MUTATION and p.hidden]
     return Plan(seed=seed, probes=tuple(probes), checks=checks)
 
 
-def _rng(seed: int, probe_id: str) -> random.Random:
-    # String seeds hash with SHA-512 in random.Random: stable across processes and machines.
-    return random.Random(f"{seed}:{probe_id}")
+def _key(seed: int) -> bytes:
+    return seed.to_bytes(max(16, (seed.bit_length() + 7) // 8), "big")
+
+
+def _rng(seed: int, probe_id: str, instance: int = 0) -> random.Random:
+    """One instance's generator. A keyed hash, so the Mersenne Twister state a student could
+    rebuild from enough outputs is this instance's alone; bytes seeds are stable everywhere."""
+    message = f"{probe_id}\0{instance}".encode()
+    return random.Random(hmac.new(_key(seed), message, hashlib.sha256).digest())
 
 
 def _expand(probe: Probe, seed: int) -> PlannedProbe:
@@ -150,14 +186,14 @@ def _expand(probe: Probe, seed: int) -> PlannedProbe:
         return PlannedProbe(probe.id, wire.MUTATION)
     if probe.kind == "program":
         steps = compile_steps([leaf.name for leaf in probe.leaves], probe.steps)
-        programs = tuple(_instance(probe, steps, rng, i) for i in range(probe.instances))
+        programs = tuple(_instance(probe, steps, _rng(seed, probe.id, i), i) for i in range(probe.instances))
     elif probe.kind == "fd_op":
-        programs = tuple(p for i in range(probe.instances) for p in _fd_programs(probe, rng, i))
+        programs = tuple(p for i in range(probe.instances) for p in _fd_programs(probe, _rng(seed, probe.id, i), i))
         # The operation under test is each program's first step: a counterexample keeps it.
         keep = tuple(dict.fromkeys(p["steps"][0][1] for p in programs))
         return PlannedProbe(probe.id, wire.PROGRAM, programs, shrink=probe.shrink, keep=keep)
     else:
-        programs = tuple(_random_dag(rng, probe.max_ops, probe.ops) for _ in range(probe.instances))
+        programs = tuple(_random_dag(_rng(seed, probe.id, i), probe.max_ops, probe.ops) for i in range(probe.instances))
     return PlannedProbe(probe.id, wire.PROGRAM, programs, shrink=probe.shrink)
 
 

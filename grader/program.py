@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from sandbox.harness import syntax
-from sandbox.harness.programs import SYMBOLS, describe_step
+from sandbox.harness.probes.programs import SYMBOLS, describe_step
 
 Step = list[Any]
 Program = dict[str, Any]

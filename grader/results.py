@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 
 class Status(enum.Enum):
@@ -65,6 +65,24 @@ class Counterexample:
     # Of a hidden check: shown with its details ("after_due_date"), or to students at once ("always").
     shown: str = "after_due_date"
     figure: GraphFigure | None = None  # the small program's graph, as the engine built it
+    # The engine's own numbers are left out: a hidden probe is shrunk after hidden inputs entered
+    # the sandbox, and counters every run shares (PIDs, inode numbers) can carry one into what
+    # the engine returns. Each row then holds the right answer with `observed` empty, and `ok`
+    # is False on one row only: the quantity named as the one the engine gets wrong. No figure.
+    withheld: bool = False
+
+    def without_engine_numbers(self) -> Counterexample:
+        """The program, the right answers and the first quantity the engine gets wrong: what a
+        hidden check's counterexample may show (nothing the engine produced but the program's shape).
+        Idempotent: a withheld one comes back equal, whatever its rows hold."""
+        named = next((row.quantity for row in self.comparisons if not row.ok), "")
+        rows = tuple(Comparison(row.quantity, row.expected, "", row.quantity != named) for row in self.comparisons)
+        return replace(self, comparisons=rows, figure=None, withheld=True)
+
+    @property
+    def wrong(self) -> tuple[Comparison, ...]:
+        """The rows a short report gives: the wrong ones (a withheld one's: the one named), else all."""
+        return tuple(row for row in self.comparisons if not row.ok) or self.comparisons
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from typing import Any, Literal, cast, get_args
 
 import yaml
 
-from sandbox.harness.mutate import BY_ID
+from sandbox.harness.mutation.mutate import BY_ID
 
 from .errors import RubricError
 from .results import Visibility
@@ -59,9 +59,16 @@ class Tolerance:
 
 @dataclass(frozen=True)
 class Limits:
-    wall_seconds: float = 60.0
+    """Every time limit but ``wall_seconds`` is in charged seconds: CPU time, or time spent
+    waiting on anything but a core (sleeping, blocked). Time lost to other work on a busy
+    machine is never charged, so a file gets the same limits on an idle machine and a busy one."""
+
+    budget_seconds: float = 900.0  # the whole grading, charged (holds every run of 20 s checks)
+    wall_seconds: float = 1800.0  # real time, the host's last resort: past it the machine is too slow
     probe_seconds: float = 2.0
-    script_seconds: float = 10.0
+    # Checks of 3 s (the lesson's MLP) are charged about 5 s in the sandbox, and up to 2.3x that
+    # when another process shares their core: 20 s leaves them room on any machine.
+    script_seconds: float = 20.0
     memory_mb: int = 512
     child_memory_mb: int = 256
     cpus: float = 1.0
@@ -200,17 +207,19 @@ class Rubric:
 # --- the loader ---------------------------------------------------------------------------
 
 
-SEED_LIMIT = 2**31
+SEED_LIMIT = 2**256  # a key: `grader rubric reseed` draws 128 bits
+STRONG_SEED = 2**96  # below this, a seed is short enough to search for from one set of inputs
 
 
 def assignment_seed(name: str, filename: str, given: int | None) -> int:
-    """The seed hidden inputs are drawn from: the rubric's ``assignment.seed``, else one derived
-    from the assignment's name and file. It belongs to the assignment, not to a run, so the same
-    file always meets the same hidden inputs and gets the same score."""
+    """The key hidden inputs are drawn from: the rubric's ``assignment.seed``, else one derived
+    from the assignment's name and file (public: ``rubric validate`` says so). It belongs to the
+    assignment, not to a run, so the same file always meets the same hidden inputs and gets the
+    same score."""
     if given is not None:
         return given % SEED_LIMIT
     digest = hashlib.sha256(f"{name}\0{filename}".encode()).digest()
-    return int.from_bytes(digest[:8], "big") % SEED_LIMIT
+    return int.from_bytes(digest, "big")
 
 
 # libyaml's composer when PyYAML has it (as Debian's and PyPI's builds do): the same nodes and
@@ -289,6 +298,12 @@ def _limits(node: Node) -> Limits:
             values[name] = fields[name].integer(1) if isinstance(default, int) else fields[name].number(0.1)
         else:
             values[name] = default
+    if values["wall_seconds"] < values["budget_seconds"]:
+        where = fields.get("wall_seconds") or fields.get("budget_seconds") or node
+        raise where.fail(
+            f"wall_seconds ({values['wall_seconds']:g}) must be at least "
+            f"budget_seconds ({values['budget_seconds']:g}): the wall clock is only the host's last resort"
+        )
     return Limits(**values)
 
 

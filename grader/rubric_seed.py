@@ -7,10 +7,10 @@ the rubric. Writing it back edits that one line and keeps every comment and key 
 from __future__ import annotations
 
 import re
-import secrets
 from pathlib import Path
 
 from .errors import RubricError
+from .plan import new_seed
 from .rubric import SEED_LIMIT, load_rubric
 
 _BLOCK = re.compile(r"^assignment:[ \t]*(?:#.*)?$", re.M)
@@ -21,7 +21,7 @@ _KEY = re.compile(r"^(?P<indent>[ \t]+)[A-Za-z_]+:", re.M)
 def reseed(path: Path, seed: int | None = None) -> tuple[int, int]:
     """Write a new ``assignment.seed`` into the rubric at ``path``; returns (old, new)."""
     old = load_rubric(path).seed
-    new = secrets.randbelow(SEED_LIMIT) if seed is None else seed % SEED_LIMIT
+    new = new_seed() if seed is None else seed % SEED_LIMIT
     text = path.read_text(encoding="utf-8")
     block = _BLOCK.search(text)
     if block is None:

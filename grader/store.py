@@ -21,9 +21,26 @@ from .results_io import evidence_from_json, evidence_to_json, result_from_json, 
 from .runners.base import Evidence
 
 STORE_NAME = "grades.sqlite"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: the seed is a key of 128 bits or more, kept as text
 
-_SCHEMA = """
+_RESULTS_TABLE = """
+CREATE TABLE IF NOT EXISTS results (
+    student TEXT PRIMARY KEY REFERENCES submissions(student),
+    content_sha TEXT NOT NULL,
+    rubric_sha TEXT NOT NULL,
+    image TEXT NOT NULL,
+    seed TEXT NOT NULL,
+    status TEXT NOT NULL,
+    score REAL NOT NULL,
+    result TEXT NOT NULL,
+    evidence TEXT,
+    graded_at REAL NOT NULL,
+    runs INTEGER NOT NULL DEFAULT 1
+)
+"""
+
+_SCHEMA = (
+    """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS submissions (
     student TEXT PRIMARY KEY,
@@ -34,20 +51,10 @@ CREATE TABLE IF NOT EXISTS submissions (
     notices TEXT NOT NULL,
     problem TEXT NOT NULL
 );
-CREATE TABLE IF NOT EXISTS results (
-    student TEXT PRIMARY KEY REFERENCES submissions(student),
-    content_sha TEXT NOT NULL,
-    rubric_sha TEXT NOT NULL,
-    image TEXT NOT NULL,
-    seed INTEGER NOT NULL,
-    status TEXT NOT NULL,
-    score REAL NOT NULL,
-    result TEXT NOT NULL,
-    evidence TEXT,
-    graded_at REAL NOT NULL,
-    runs INTEGER NOT NULL DEFAULT 1
-);
 """
+    + _RESULTS_TABLE
+    + ";"
+)
 
 
 @dataclass(frozen=True)
@@ -86,7 +93,9 @@ class Store:
             self._db.execute("PRAGMA synchronous=FULL")  # a commit survives power loss, not just kill -9
             self._db.executescript(_SCHEMA)
             version = self.meta("schema_version")
-            if version is None:
+            if version == "1":
+                self._from_version_1()
+            elif version is None:
                 self.set_meta("schema_version", str(SCHEMA_VERSION))
             elif version != str(SCHEMA_VERSION):
                 raise StoreError(f"{path} was written by another version of the grader (schema {version})")
@@ -95,6 +104,19 @@ class Store:
 
     def close(self) -> None:
         self._db.close()
+
+    def _from_version_1(self) -> None:
+        """Version 1 kept the seed as an INTEGER column, which cannot hold a 128-bit key (SQLite
+        would turn it into a float): the results table is rebuilt with the seed as text."""
+        with self._transaction():
+            self._db.execute("ALTER TABLE results RENAME TO results_v1")
+            self._db.execute(_RESULTS_TABLE)
+            self._db.execute(
+                "INSERT INTO results SELECT student, content_sha, rubric_sha, image, CAST(seed AS TEXT),"
+                " status, score, result, evidence, graded_at, runs FROM results_v1"
+            )
+            self._db.execute("DROP TABLE results_v1")
+            self._db.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),))
 
     def __enter__(self) -> Store:
         return self
@@ -161,7 +183,7 @@ class Store:
                     content_sha,
                     rubric_sha,
                     image,
-                    result.seed,
+                    str(result.seed),
                     result.status.value,
                     result.score,
                     result_to_json(result),

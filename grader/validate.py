@@ -11,7 +11,7 @@ from .judge.wording import fmt
 from .pipeline import grade_submission
 from .plan import build_plan
 from .results import Status, SubmissionResult
-from .rubric import Rubric
+from .rubric import STRONG_SEED, Rubric, assignment_seed
 from .runners.base import Runner
 
 # Several seeds, so every random probe is exercised more than once.
@@ -65,3 +65,13 @@ def validate_rubric(rubric: Rubric, *, runner: Runner, seed: int, reference: Pat
     result = grade_submission(reference, student="reference", rubric=rubric, runner=runner, seed=seed)
     matrix = kill_matrix(rubric, build_plan(rubric, seed=seed, visible_only=False), reference=reference)
     return Validation(tuple(errors), checked, result, matrix)
+
+
+def seed_warnings(rubric: Rubric) -> list[str]:
+    """What is weak about the assignment's seed: hidden inputs are only as secret as it is."""
+    fix = "run `grader rubric reseed` (128 random bits) and regrade"
+    if rubric.seed == assignment_seed(rubric.name, rubric.filename, None):
+        return [f"the rubric has no assignment.seed: hidden inputs follow from its name, which anyone may know; {fix}"]
+    if rubric.seed < STRONG_SEED:
+        return [f"assignment.seed is short ({rubric.seed.bit_length()} bits): it can be searched for; {fix}"]
+    return []

@@ -29,11 +29,9 @@ def _failure_words(script: ScriptRun) -> str:
 _EXHAUSTED = (*wire.SANDBOX_STOPS, "MemoryError", "RecursionError", "BlockingIOError")
 
 
-def catching(ctx: Context) -> bool:
-    """The checks fail on the file as submitted, and the grader finds the engine wrong too:
-    they caught a real bug. Injected bugs then count where the checks stop somewhere else.
-    A run that ran out of something (output, processes, memory, stack) is no catch: the checks
-    did not judge anything, as with a time-out."""
+def _fail_on_a_wrong_engine(ctx: Context) -> bool:
+    """The checks fail on the file as submitted, and a check worth points finds the engine wrong.
+    A run that ran out of something (output, processes, memory, stack) judged nothing."""
     clean = ctx.report.script(wire.CLEAN)
     return (
         clean is not None
@@ -41,6 +39,15 @@ def catching(ctx: Context) -> bool:
         and clean.exception not in _EXHAUSTED
         and bool(ctx.engine_faults)
     )
+
+
+def catching(ctx: Context) -> bool:
+    """The checks caught a real bug: they fail on the student's wrong engine and pass with the
+    grader's correct class in place of it. Injected bugs then count where the checks stop
+    somewhere else. Checks that fail on a correct engine too (that always raise, say at a line
+    drawn from the values) would stop somewhere else on every mutant: they earn nothing."""
+    gate = ctx.report.script(wire.REFERENCE)
+    return _fail_on_a_wrong_engine(ctx) and gate is not None and gate.outcome == wire.PASSED
 
 
 def _faults(ctx: Context, *, wrong_values: bool = False) -> str:
@@ -73,6 +80,14 @@ def checks_pass(ctx: Context, index: int) -> Verdict:
         return missing_reason(ctx, 0)
     outcome = script.outcome
     same = ctx.report.script(wire.EQUIVALENT)
+    if same is not None and same.outcome == wire.NOT_RUN and outcome in (wire.PASSED, wire.FAILED):
+        # Fail closed: without the copies nothing shows the checks test behaviour, not text.
+        return Verdict(
+            False,
+            problem="not run: the grading's time budget could not hold the behaviour-identical copies of your "
+            "file that your checks must also pass on (are your checks slow?)",
+            kind="not_run",
+        )
     if catching(ctx) and same is not None and same.outcome != wire.NOT_APPLICABLE:
         if same.outcome != wire.FAILED or same.stop != script.stop:
             got = _failure_words(same) if same.outcome == wire.FAILED else same.message or same.outcome
@@ -111,9 +126,42 @@ def checks_pass(ctx: Context, index: int) -> Verdict:
     if catching(ctx):
         return Verdict(
             True,
-            [Comparison("python autograd_lab.py on an engine the grader finds wrong", "fails", f"failed: {got}", True)],
-            note=f"Your checks fail on your engine ({got}), and the grader finds it wrong too ({_faults(ctx)}): "
-            "they caught a real bug. Injected bugs count where they make your checks stop somewhere else.",
+            [
+                Comparison(
+                    "python autograd_lab.py on an engine the grader finds wrong", "fails", f"failed: {got}", True
+                ),
+                Comparison(
+                    "python autograd_lab.py with the grader's correct class in place of yours",
+                    "runs clean",
+                    "runs clean",
+                    True,
+                ),
+            ],
+            note=f"Your checks fail on your engine ({got}), and the grader finds it wrong too ({_faults(ctx)}), "
+            "while they pass with a correct engine: they caught a real bug. Injected bugs count where they make "
+            "your checks stop somewhere else.",
+        )
+    if _fail_on_a_wrong_engine(ctx):
+        gate = ctx.report.script(wire.REFERENCE)
+        # Never its message or line: that run held the grader's class, whose text is not for students.
+        seen = {wire.FAILED: "failed", wire.CRASHED: "crashed", wire.TIMEOUT: "did not finish"}.get(
+            gate.outcome if gate else "", "could not be run"
+        )
+        return Verdict(
+            False,
+            [
+                Comparison("python autograd_lab.py", "runs clean", f"failed: {got}", False),
+                Comparison(
+                    "python autograd_lab.py with the grader's correct class in place of yours",
+                    "runs clean",
+                    seen,
+                    False,
+                ),
+            ],
+            problem=f"Your checks fail on your engine, which the grader finds wrong too ({_faults(ctx)}), but they do "
+            "not pass with the grader's own correct class in place of yours either, so nothing shows they tell a "
+            "right engine from a wrong one: no bug-injection credit. Checks that use only what the handout's Value "
+            "has, and assert the right values, pass there.",
         )
     return Verdict(
         False,

@@ -113,6 +113,13 @@ def missing_reason(ctx: Context, index: int) -> Verdict:
             problem=f"stopped: the process running your code sent the grader {end.reason or 'a malformed record'}",
             kind="error",
         )
+    if status == wire.FORGED:
+        return Verdict(
+            False,
+            problem="not graded: the process running your code wrote results the grader did not write, "
+            "or ended itself before the grader's last step, so nothing it reported counts",
+            kind="error",
+        )
     if status == wire.OK:
         return Verdict(
             False,

@@ -6,6 +6,11 @@ in-process (the same executors, as for every expected value) and the check's own
 compares. A program on which the reported observations agree with the reference (a sandbox
 that lies, or a difference in a quantity the check does not compare) is dropped, as is one
 the reference cannot run. Nothing here changes a verdict or a score.
+
+A hidden probe is shrunk after every hidden probe has run: what the engine returned on the
+shrunk program may carry a hidden input (a counter every run shares, moved by an earlier hidden
+run, read back and returned as a gradient). Its counterexample keeps the program and the
+reference's answers, and names the quantity the engine gets wrong, never the engine's numbers.
 """
 
 from __future__ import annotations
@@ -14,8 +19,8 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from sandbox.harness import programs as executors
-from sandbox.harness.shrink import SIMPLE
+from sandbox.harness.probes import programs as executors
+from sandbox.harness.shrinking.shrink import SIMPLE
 
 from ..plan import Plan
 from ..program import Program, describe
@@ -70,7 +75,9 @@ def _numbers(steps: Any) -> set[float]:
 def discloses_nothing(record: ShrunkRecord, planned: Program) -> bool:
     """Every input is one of shrink.SIMPLE and every constant one the planned program has (the
     grader's own, public) or a simple one: no hidden input ever reaches a page, whatever the
-    sandbox reports (student code saw the inputs and may try to write them out this way)."""
+    sandbox reports (student code saw the inputs and may try to write them out this way).
+    The observed values are the engine's to choose: a hidden probe's are never shown (``verified``'s
+    ``withhold``); a visible probe's were observed before any hidden input entered the sandbox."""
     allowed = _numbers(planned["steps"]) | set(SIMPLE)
     return all(v in SIMPLE for v in record.leaves.values()) and _numbers(record.steps) <= allowed
 
@@ -83,9 +90,11 @@ def verified(
     class_name: str,
     planned: Program,
     figure_id: str = "shrunk",
+    withhold: bool = False,
 ) -> Counterexample | None:
     """The counterexample as the feedback shows it, or None when it would show a hidden input
-    or the reference does not confirm it."""
+    or the reference does not confirm it. ``withhold``: observed after a hidden input entered the
+    sandbox, so only the program, the right answers and the wrong quantity's name are kept."""
     if not discloses_nothing(record, planned):
         return None
     record = canonical(record)
@@ -104,9 +113,15 @@ def verified(
         rows.append(Comparison(key, fmt(want), fmt(got), number_ok(got, want, tolerance)))
     if all(row.ok for row in rows):
         return None
+    kept = rows[:MAX_ROWS]
+    if all(row.ok for row in kept):
+        kept[-1] = next(row for row in rows if not row.ok)  # a cut table still shows what is wrong
     operations = sum(1 for _, op, *_ in program["steps"] if op != "backward")
+    found = Counterexample(describe(program), operations, tuple(kept))
+    if withhold:
+        return found.without_engine_numbers()  # no figure either: it draws the engine's values and labels
     figure = build_figure(figure_id, "Smallest failing program", program, record.observations, expected, tolerance)
-    return Counterexample(describe(program), operations, tuple(rows[:MAX_ROWS]), figure=figure)
+    return replace(found, figure=figure)
 
 
 def with_counterexamples(
@@ -136,12 +151,15 @@ def _found(
     record = report.probe(probe_id).shrunk
     if record is None:
         return None
+    probe = plan.probe(probe_id)
     found = verified(
         record,
         check,
         rubric.tolerances[check.tolerance],
         class_name=rubric.class_name,
-        planned=plan.probe(probe_id).programs[record.program],
+        planned=probe.programs[record.program],
         figure_id=f"{probe_id}#shrunk",
+        # Shrunk after the hidden probes ran: the engine's numbers there could carry a hidden input.
+        withhold=secret or probe.hidden,
     )
     return replace(found, shown=rubric.counterexamples) if found and secret else found

@@ -19,8 +19,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from sandbox.harness import programs as executors
 from sandbox.harness import syntax, wire
+from sandbox.harness.probes import programs as executors
 
 from ..mutate import CATALOGUE, FAMILIES, INFO, mutate
 from ..plan import Plan, PlannedProbe

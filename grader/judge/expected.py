@@ -1,7 +1,7 @@
 """Expected observations, computed on the host from trusted code only.
 
 The reference solution runs in-process here: it is the instructor's code, and the same
-executors the sandbox uses (``sandbox.harness.programs``) observe it, typed by the same
+executors the sandbox uses (``sandbox.harness.probes.programs``) observe it, typed by the same
 reader as the sandbox's records, so both sides hold values of the same types.
 Float-math expectations come from ``grader.program``.
 """
@@ -16,16 +16,18 @@ from functools import lru_cache
 from pathlib import Path
 from types import ModuleType
 
-from sandbox.harness import programs as executors
-from sandbox.harness import stable_hash, wire
+from sandbox.harness import wire
+from sandbox.harness.probes import programs as executors
+from sandbox.harness.probes import stable_hash
 
 from ..errors import GraderError
 from ..plan import Plan
 from ..program import Program, math_expectation
+from ..reference_class import REFERENCE as REFERENCE_FILE
 from .parse import observations
 from .records import ErrorInfo, LoadRecord, Observations, ProbeEnd, ProbeRecords, ProgramError, SandboxReport
 
-REFERENCE = Path(__file__).resolve().parents[2] / "reference" / "autograd_lab.py"
+REFERENCE = REFERENCE_FILE  # the oracle: every expected value is computed from it
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from sandbox.harness.programs import SYMBOLS
+from sandbox.harness.probes.programs import SYMBOLS
 
 from ..program import Program, formula, operand_text
 from ..results import FigureEdge, FigureNode, GraphFigure

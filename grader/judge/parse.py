@@ -13,8 +13,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from sandbox.harness import programs as executors
 from sandbox.harness import wire
+from sandbox.harness.probes import programs as executors
 
 from ..plan import Plan, PlannedProbe
 from .records import (
@@ -334,7 +334,7 @@ def _mutant(report: _Builder, probe: _ProbeBuilder, planned: PlannedProbe, recor
     name = record.get("mutant")
     if planned.kind != wire.MUTATION or not isinstance(name, str):
         return False
-    if name not in (*planned.mutants, wire.CLEAN, wire.EQUIVALENT):
+    if name not in (*planned.mutants, wire.CLEAN, wire.EQUIVALENT, wire.REFERENCE):
         return False
     if name in probe.mutants:
         report.duplicates += 1

@@ -17,6 +17,10 @@ from .records import SandboxReport, ScriptRun
 
 OOM_DETAIL = "the submission ran out of memory; results up to that point are kept"
 FLOOD_DETAIL = "the submission printed more output than allowed and was stopped"
+MACHINE_LATE_DETAIL = (
+    "the grading machine was too busy to finish this grading within its real-time limit; "
+    "nothing was scored, and it will be graded again"
+)
 
 
 def _clean_script(report: SandboxReport) -> ScriptRun | None:
@@ -42,8 +46,15 @@ def run_status(raw: RawRun, report: SandboxReport, checks: list[CheckResult]) ->
         )
     if clean and clean.outcome == wire.TIMEOUT:
         found.append((Status.TIMEOUT, "python autograd_lab.py (your own checks) did not finish within its time limit"))
-    timed = (e.status in (wire.TIMEOUT, wire.DEADLINE) or e.signal == "SIGXCPU" for e in ends)
-    if raw.timed_out or any(timed):
+    if raw.timed_out or any(e.reason == wire.REASON_MACHINE_LATE for e in ends):
+        # Every limit of the submission's own is charged time, which the harness enforces well
+        # before this: the real-time limit is reached when the machine is too slow, never the file.
+        found.append((Status.INFRA_ERROR, MACHINE_LATE_DETAIL))
+    timed = (
+        (e.status in (wire.TIMEOUT, wire.DEADLINE) and e.reason != wire.REASON_MACHINE_LATE) or e.signal == "SIGXCPU"
+        for e in ends
+    )
+    if any(timed):
         timed_out = [c.title for c in checks if c.outcome is Outcome.TIMEOUT]
         where = f" (first in: {timed_out[0]})" if timed_out else ""
         found.append(

@@ -10,10 +10,13 @@ import json
 import os
 from typing import Any
 
+from grader.plan import seed_label
 from grader.report.view import (
     INFRA_BANNER,
     clean_number,
     comparison_line,
+    counterexample_lines,
+    counterexample_of,
     diagnosis_lines,
     instances_text,
     numbered_checks,
@@ -52,6 +55,8 @@ def _top_output(result: SubmissionResult) -> str:
     if step5_line(result):
         lines.append(step5_line(result))
     lines.extend(f"Flagged for review: {reason}" for reason in result.review)
+    if result.scored:
+        lines.extend(_early_counterexamples(result))
     return "\n".join(lines)
 
 
@@ -69,12 +74,24 @@ def _test_output(check: CheckResult) -> str:
             lines.append(f"Likely misconception: {check.misconception}")
         if check.hint:
             lines.append(f"Hint: {check.hint}")
-    found = check.counterexample
+    found = counterexample_of(check)
     if found is not None:
-        # Shown as the test is: a hidden test's output reaches staff only.
-        lines += ["", "Smallest failing program:", found.program]
-        lines.extend(comparison_line(c) for c in found.comparisons if not c.ok)
+        # Shown as the test is: Gradescope shows a hidden test's output to students after the due
+        # date ("after_due_date" tests) or never ("hidden"); a hidden check's has no engine number.
+        lines += ["", "Smallest failing program:", found.program, *counterexample_lines(found)]
     return "\n".join(lines)
+
+
+def _early_counterexamples(result: SubmissionResult) -> list[str]:
+    """A hidden check's counterexample the rubric shows at once ("always"): Gradescope holds back
+    a hidden test's output, so it goes in the output students see, under no check title."""
+    lines = []
+    for check in result.checks:
+        found = counterexample_of(check)
+        if found is None or shows_details(check) or found.shown != "always":
+            continue
+        lines += ["", "Smallest failing program of a hidden check:", found.program, *counterexample_lines(found)]
+    return lines
 
 
 def to_gradescope(result: SubmissionResult) -> dict[str, Any]:
@@ -108,7 +125,8 @@ def to_gradescope(result: SubmissionResult) -> dict[str, Any]:
     data["extra_data"] = {
         "status": result.status.value,
         "status_detail": result.status_detail,
-        "seed": result.seed,
+        # The seed is the key to every hidden input: a fingerprint tells gradings apart.
+        "seed_id": seed_label(result.seed),
         "rubric_name": result.rubric_name,
         "rubric_sha": result.rubric_sha,
         "runner": result.runner,

@@ -16,8 +16,10 @@ from grader.report.view import (
     OUTCOME_SYMBOLS,
     STATUS_LABELS,
     VISIBILITY_NOTES,
+    WITHHELD_NOTE,
     NumberedCheck,
     checks_to_fix,
+    counterexample_of,
     diagnosis_lines,
     format_number,
     group_by_section,
@@ -121,20 +123,27 @@ class CounterexampleView:
     figure: FigureView | None
     same_as: str = ""  # anchor of an earlier check showing this very program (drawn there only)
     same_as_number: str = ""
+    withheld: bool = False  # a hidden check's: the right answers and the wrong quantity, no engine value
+    withheld_note: str = WITHHELD_NOTE
 
 
-def _counterexample(number: str, check: CheckResult, shown: dict[str, tuple[str, str]]) -> CounterexampleView | None:
+def _counterexample(
+    number: str, check: CheckResult, shown: dict[tuple[str, bool], tuple[str, str]]
+) -> CounterexampleView | None:
     """The view of a check's counterexample; one already on the page is linked, not repeated."""
-    found = check.counterexample
+    found = counterexample_of(check)
     if found is None:
         return None
-    earlier = shown.get(found.program)
+    key = (found.program, found.withheld)
+    earlier = shown.get(key)
     if earlier is not None:
-        return CounterexampleView(found.program, found.operations, (), None, earlier[0], earlier[1])
+        return CounterexampleView(found.program, found.operations, (), None, earlier[0], earlier[1], found.withheld)
     anchor = check_anchor(number)
-    shown[found.program] = (f"{anchor}-smallest-title", number)
+    shown[key] = (f"{anchor}-smallest-title", number)
     figure = FigureView(f"{anchor}-smallest", found.figure, layout(found.figure)) if found.figure else None
-    return CounterexampleView(found.program, found.operations, found.comparisons, figure)
+    if found.withheld:
+        figure = None  # a figure draws the engine's values
+    return CounterexampleView(found.program, found.operations, found.comparisons, figure, withheld=found.withheld)
 
 
 @dataclass(frozen=True)
@@ -159,7 +168,7 @@ def _card(
     check: CheckResult,
     figure: FigureView | None,
     figure_link: str,
-    shown: dict[str, tuple[str, str]] | None = None,
+    shown: dict[tuple[str, bool], tuple[str, str]] | None = None,
 ) -> CheckCard:
     public = shows_details(check)
     return CheckCard(
@@ -201,7 +210,7 @@ def _fd_rows(anchor: str, number: str, check: CheckResult) -> list[FdTableRow]:
 def _sections(result: SubmissionResult) -> tuple[SectionView, ...]:
     views = []
     drawn = 0
-    counterexamples: dict[str, tuple[str, str]] = {}  # program -> where the page first shows it
+    counterexamples: dict[tuple[str, bool], tuple[str, str]] = {}  # program -> where the page first shows it
     for group in group_by_section(result):
         # A graph several checks share is drawn once at the top of the section; one check's, in its card.
         uses: dict[str, int] = {}

@@ -22,9 +22,12 @@ from grader.report.view import (
     OUTCOME_LABELS,
     OUTCOME_SYMBOLS,
     VISIBILITY_NOTES,
+    WITHHELD_NOTE,
     NumberedCheck,
+    counterexample_of,
     diagnosis_lines,
     failing_checks,
+    first_with,
     format_number,
     group_by_section,
     printable,
@@ -217,23 +220,30 @@ def _failing(numbered: NumberedCheck, result: SubmissionResult) -> list[str]:
     blocks = [head]
     if check.message:
         blocks.append(escape_inline(check.message))
-    if check.counterexample is not None:
-        blocks.extend(_counterexample(check, check.counterexample, result))
+    found = counterexample_of(check)
+    if found is not None:
+        blocks.extend(_counterexample(check, found, result))
     if shows_details(check):
         blocks.extend(_details(check, result.figure(check.figure) if check.figure else None))
     return blocks
 
 
 def _counterexample(check: CheckResult, found: Counterexample, result: SubmissionResult) -> list[str]:
-    first = next(c for c in result.checks if c.counterexample and c.counterexample.program == found.program)
+    first = first_with(result, found)
     if first is not check:
         return [f"**Smallest failing program:** the same as for {escape_inline(first.title)}."]
-    wrong = tuple(c for c in found.comparisons if not c.ok) or found.comparisons
-    return [
-        f"**Smallest failing program** ({found.operations} operation{'' if found.operations == 1 else 's'}):",
-        code_block(found.program),
-        *_comparisons(wrong),
-    ]
+    head = f"**Smallest failing program** ({found.operations} operation{'' if found.operations == 1 else 's'}):"
+    if found.withheld:
+        # A hidden check: the right answers and where the engine is wrong, never its own numbers.
+        listed = found.comparisons[:MAX_COMPARISONS]
+        if all(row.ok for row in listed):
+            listed += found.wrong[:1]  # the quantity named as wrong is always listed
+        rows = [_row("Quantity", "Right answer", "Your engine"), _row("---", "---", "---")]
+        for row in listed:
+            mark = "not shown" if row.ok else "\u2717 **wrong**"
+            rows.append(_row(escape_inline(row.quantity), escape_inline(row.expected), mark))
+        return [head, code_block(found.program), "\n".join(rows), f"*{WITHHELD_NOTE}*"]
+    return [head, code_block(found.program), *_comparisons(found.wrong)]
 
 
 def _counts(result: SubmissionResult, failing: int) -> str:

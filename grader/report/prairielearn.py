@@ -15,7 +15,10 @@ from typing import Any
 from grader.report.view import (
     clean_number,
     comparison_line,
+    counterexample_lines,
+    counterexample_of,
     diagnosis_lines,
+    first_with,
     numbered_checks,
     shows_details,
     status_text,
@@ -33,16 +36,15 @@ def _cut(text: str) -> str:
 def _smallest(check: CheckResult, result: SubmissionResult) -> list[str]:
     """A check's smallest failing program, as the Markdown feedback gives it: once, the later
     checks it also fails pointing back at the first."""
-    found = check.counterexample
+    found = counterexample_of(check)
     if found is None:
         return []
-    first = next(c for c in result.checks if c.counterexample and c.counterexample.program == found.program)
+    first = first_with(result, found)
     if first is not check:
         return ["", f"Smallest failing program: the same as for {first.title}."]
-    wrong = tuple(c for c in found.comparisons if not c.ok) or found.comparisons
     plural = "" if found.operations == 1 else "s"
     head = f"Smallest failing program ({found.operations} operation{plural}):"
-    return ["", head, found.program, *(comparison_line(c) for c in wrong)]
+    return ["", head, found.program, *counterexample_lines(found)]
 
 
 def _test(number: str, check: CheckResult, result: SubmissionResult) -> dict[str, Any]:

@@ -17,6 +17,8 @@ from grader.report.view import (
     STATUS_LABELS,
     NumberedCheck,
     comparison_line,
+    counterexample_lines,
+    counterexample_of,
     diagnosis_lines,
     failing_checks,
     format_number,
@@ -118,12 +120,12 @@ def _failing(numbered: NumberedCheck, result: SubmissionResult) -> RenderableTyp
     body: list[RenderableType] = []
     if check.message:
         body.append(_text(check.message))
-    found = check.counterexample
+    found = counterexample_of(check)
     if found is not None:
         count = f"{found.operations} operation{'' if found.operations == 1 else 's'}"
         body.append(_text(f"Smallest failing program ({count}):", "bold"))
         body.extend(_text("  " + line) for line in found.program.splitlines())
-        body.extend(_text(comparison_line(c), "red") for c in found.comparisons if not c.ok)
+        body.extend(_text(line, "red") for line in counterexample_lines(found))
     if shows_details(check):
         shown = check.comparisons[:MAX_COMPARISONS]
         for comparison in shown:

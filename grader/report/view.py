@@ -11,10 +11,19 @@ import math
 import os
 import re
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from grader.results import CheckResult, Comparison, Outcome, SectionResult, Status, SubmissionResult, Visibility
+from grader.results import (
+    CheckResult,
+    Comparison,
+    Counterexample,
+    Outcome,
+    SectionResult,
+    Status,
+    SubmissionResult,
+    Visibility,
+)
 
 OUTCOME_LABELS: dict[Outcome, str] = {
     Outcome.PASSED: "Passed",
@@ -50,6 +59,12 @@ VISIBILITY_NOTES: dict[Visibility, str] = {
     Visibility.HIDDEN: "Hidden check: details are not shown",
     Visibility.AFTER_DUE_DATE: "Hidden until the due date: details are not shown",
 }
+
+# Under a hidden check's smallest failing program (its rows hold the right answers only).
+WITHHELD_NOTE = (
+    "A hidden check shows the right answers on this program and where your engine is wrong, "
+    "not your engine's own values: run the program yourself to see them."
+)
 
 INFRA_BANNER = "The grader failed, not your submission; this result is not a grade."
 
@@ -87,6 +102,54 @@ def shows_details(check: CheckResult) -> bool:
     so a judge bug cannot leak hidden inputs into a report.
     """
     return check.visibility is Visibility.VISIBLE
+
+
+def counterexample_of(check: CheckResult) -> Counterexample | None:
+    """A check's smallest failing program as any report shows it. A hidden check's never carries
+    the engine's own numbers (observed after hidden inputs entered the sandbox, they could carry
+    one), whatever the judge, or a result stored before it withheld them, put there."""
+    found = check.counterexample
+    if found is None or check.visibility is Visibility.VISIBLE:
+        return found
+    return found.without_engine_numbers()
+
+
+def first_with(result: SubmissionResult, found: Counterexample) -> CheckResult:
+    """The first check showing this very counterexample (the later ones point back at it)."""
+    return next(
+        c
+        for c in result.checks
+        if (shown := counterexample_of(c)) is not None
+        and (shown.program, shown.withheld) == (found.program, found.withheld)
+    )
+
+
+def counterexample_lines(found: Counterexample) -> list[str]:
+    """What a plain-text report says under the program: the wrong quantities, expected against
+    observed; of a withheld one, the right answer where the engine is wrong, and no engine number."""
+    if found.withheld:
+        return [
+            f"{row.quantity}: expected {row.expected}; your engine gets it wrong "
+            "(a hidden check does not show your engine's value)"
+            for row in found.wrong
+        ]
+    return [comparison_line(row) for row in found.wrong]
+
+
+def student_files(result: SubmissionResult) -> SubmissionResult:
+    """The result as the CLI's per-student files show it (feedback.html, feedback.md,
+    results.json, prairielearn.json). A hidden check's counterexample is there only when the
+    rubric's ``counterexamples`` says "always": "after_due_date" means once hidden results are
+    released, which the service decides for each student, and a file written now cannot wait for."""
+    return replace(
+        result,
+        checks=tuple(
+            c
+            if c.counterexample is None or c.visibility is Visibility.VISIBLE or c.counterexample.shown == "always"
+            else replace(c, counterexample=None)
+            for c in result.checks
+        ),
+    )
 
 
 @dataclass(frozen=True)

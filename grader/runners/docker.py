@@ -45,7 +45,7 @@ from grader.runners.docker_settings import (
     submission_archive,
 )
 from grader.runners.warm_pool import Warm, WarmPool
-from sandbox.harness import inputs
+from sandbox.harness.execution import inputs
 
 log = logging.getLogger(__name__)
 STDERR_TAIL_BYTES = 4096

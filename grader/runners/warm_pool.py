@@ -3,7 +3,7 @@
 A warm container is made exactly as a cold one (``create_container``: the same image, limits
 and hardening, a fresh volume), attached before start so nothing it prints is missed, and
 started with the harness told to wait for its inputs on standard input
-(``sandbox.harness.inputs``): it starts its fork server, which never holds a plan, and blocks.
+(``sandbox.harness.execution.inputs``): it starts its fork server, which never holds a plan, and blocks.
 A run takes one, sends the plan and the submission, and from then on it is a cold run's twin:
 the same caps, deadline and removal. A container that ran a student's code is removed, never
 pooled again. One that died or stopped answering while it waited is removed and replaced; the

@@ -16,13 +16,19 @@ import importlib.util
 import json
 import os
 import sys
-import time
 from typing import Any
 
-from . import child, counterexample, facts, inputs, loader, mutation, wire
-from .child_records import LoadRecords, ProgramRecords
-from .runs import Identity, Runs
-from .zygote import Zygote, ZygoteGone
+from . import wire
+from .execution import child, inputs
+from .execution.child_records import LoadRecords, ProgramRecords
+from .execution.clock import Budget
+from .execution.runs import Identity, Runs
+from .execution.zygote import Zygote, ZygoteGone
+from .mutation.probe import MutationProbe
+from .probes import facts, loader
+from .shrinking import counterexample
+
+HIDDEN_SHARE = 0.4  # at most this share of the budget is held back for the hidden probes
 
 
 class Emitter:
@@ -51,13 +57,18 @@ class Supervisor:
         self.probe_seconds = float(limits["probe_seconds"])
         self.script_seconds = float(limits["script_seconds"])
         self.shrink_seconds = float(limits.get("shrink_seconds", 0.0))
+        self.budget_seconds = float(limits["budget_seconds"])
+        self.reserve = 0.0  # charged seconds of the budget that belong to the hidden probes still to run
         student = plan.get("student") or {}
         root = os.geteuid() == 0
         who = Identity(student.get("uid") if root else None, student.get("gid") if root else None)
+        # Charged seconds (CPU, or waiting on anything but a core) for the whole grading; real
+        # time only as the host's last resort, reached when the machine, not the file, is slow.
+        self.budget = Budget(self.budget_seconds, float(limits.get("wall_seconds", 4 * self.budget_seconds)))
         self.runs = Runs(
             zygote,
             who,
-            deadline=time.monotonic() + float(limits["budget_seconds"]),
+            budget=self.budget,
             memory_bytes=int(limits["child_memory_mb"]) * 1024 * 1024,
             output_bytes=int(limits["output_bytes"]),
         )
@@ -66,6 +77,7 @@ class Supervisor:
         self.flooded = False  # importing the file printed past the output limit
         self.stalled = False  # importing the file ran past its time limit
         self.out_of_memory = False  # importing the file raised MemoryError
+        self.import_seconds = 0.0  # what loading the file was charged, when it loaded
         self.to_shrink: list[tuple[dict[str, Any], list[dict[str, Any]]]] = []  # program probes, with their records
 
     def task(self, kind: str, **fields: Any) -> dict[str, Any]:
@@ -97,8 +109,8 @@ class Supervisor:
         its definitions when top-level code crashes or never ends."""
         try:
             tree = loader.parse(self.source, self.filename)
-        except loader.LoadError as error:
-            return self._load_failed(error.record(), [])
+        except loader.LoadError as refused:
+            return self._load_failed(refused.record(), [])
         self.engine = facts.engine_facts(tree, self.class_name)
         if not self.engine.found:
             return self._load_failed({"type": "LoadError", "message": self.engine.problem[:300], "line": None}, [])
@@ -117,6 +129,7 @@ class Supervisor:
             error = (load or {}).get("error") or {}
             self.out_of_memory = self.out_of_memory or error.get("type") == "MemoryError"
             if load and load.get("ok"):
+                self.import_seconds = float(summary.get("elapsed", 0.0))
                 self.emit(
                     {
                         "t": wire.LOAD,
@@ -158,7 +171,9 @@ class Supervisor:
         else:
             items = probe["programs"]
             task, schema, resets = self.task("programs", programs=items), ProgramRecords(len(items)), True
-        records, summary = self.runs.run(task, schema, timeout=self.probe_seconds, progress_resets=resets)
+        records, summary = self.runs.run(
+            task, schema, timeout=self.probe_seconds, progress_resets=resets, import_seconds=self.script_seconds
+        )
         for record in records:
             self.emit({**record, "probe": probe_id})
         if kind == wire.PROGRAM and summary.get("status") == wire.OK and probe.get("shrink"):
@@ -178,7 +193,17 @@ class Supervisor:
         except Exception as error:  # the grader's own parsing ran out of stack or memory
             loaded = self._load_failed(_too_deep(error), [])
         stalled = 0  # program probes in a row that hit their time limit
+        hidden = [p for p in self.plan["probes"] if p.get("hidden")]
+        # Bug injection may not eat the time the hidden probes need (they run after it): each
+        # may take its limit after an import as long as the load's.
+        each = self.probe_seconds + self.import_seconds
+        self.reserve = min(each * len(hidden), HIDDEN_SHARE * self.budget_seconds)
         for probe in self.plan["probes"]:
+            if probe.get("hidden") and probe is hidden[0]:
+                # The shown probes' counterexamples too come before any hidden input.
+                self._shrink()
+                self.reserve = 0.0
+                stalled = 0  # the hidden twins vouch for the shown checks: they get their own try
             try:
                 stalled = self._run_one(probe, loaded, stalled)
             except ZygoteGone:
@@ -187,8 +212,12 @@ class Supervisor:
                 # Any in-harness stage (facts, mutants, copies, splicing) that fails on a file
                 # Python runs is that file's outcome, with a reason; never a grader failure.
                 self._not_run(probe["id"], wire.REASON_TOO_DEEP)
+        self._shrink()
+
+    def _shrink(self) -> None:
+        pending, self.to_shrink = self.to_shrink, []
         try:
-            counterexample.find_all(self, self.to_shrink)
+            counterexample.find_all(self, pending)
         except ZygoteGone:
             raise
         except Exception:
@@ -203,7 +232,7 @@ class Supervisor:
             # time; what the first probes showed is what the rest would show.
             self._not_run(probe_id, wire.REASON_REPEATED_TIMEOUTS)
         elif kind == wire.MUTATION:
-            mutation.MutationProbe(self, probe).run()
+            MutationProbe(self, probe).run()
         elif kind in (wire.API, wire.PROGRAM):
             summary = self.run_probe(probe)
             if kind == wire.PROGRAM:
@@ -224,6 +253,7 @@ def _stopped_words(summary: dict[str, Any], seconds: float) -> str:
         wire.DEADLINE: "ran out of time",
         wire.OUTPUT_LIMIT: "printed too much output",
         wire.BAD_RECORD: "sent the grader a malformed record",
+        wire.FORGED: "wrote records the grader did not write, or ended the process itself",
         wire.OK: "ended the process with exit status 0 (sys.exit or os._exit at top level)",
         wire.EXITED: f"ended the process with exit status {summary.get('exit_code')}",
         wire.KILLED: f"was killed by {summary.get('signal')}",
@@ -241,6 +271,10 @@ def _preload() -> None:
     import random  # noqa: F401
     import traceback  # noqa: F401
 
+    from .execution import sealed
+
+    sealed.prepare()  # the harness code each child copies for itself, compiled once here
+
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="run_harness")
@@ -248,7 +282,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument(
         "--inputs-on-stdin",
         action="store_true",
-        help="a warm sandbox: wait for the plan and the submission on standard input (inputs.py)",
+        help="a warm sandbox: wait for the plan and the submission on standard input (execution/inputs.py)",
     )
     args = parser.parse_args(argv)
     # The fork server first: nothing of the plan may be in its memory, nor in any child's.

@@ -30,6 +30,8 @@ END: Final = "end"
 RecordKind = Literal["load", "obs", "err", "mutant", "probe_end", "shrunk", "end"]
 # Sent by a child to the harness only (summarised before anything reaches the host).
 STARTED: Final = "started"  # a script run reached student code (sent just before it runs)
+DONE: Final = "done"  # a probe child's last record: the grader's own steps all ran
+LOADED: Final = "loaded"  # the file is imported: the probe's own time limit starts now
 
 # --- probe kinds, as the plan names them -----------------------------------------------------------
 API: Final = "api"
@@ -52,13 +54,19 @@ OUTPUT_LIMIT: Final = "output_limit"
 RECORD_LIMIT: Final = "record_limit"
 BAD_RECORD: Final = "bad_record"  # the child sent a record outside its schema (reason says which)
 NOT_RUN: Final = "not_run"
+# The child sent a record the grader's code did not write (an untagged or out-of-step line), or
+# ended on its own before its last record: every record of that run is dropped.
+FORGED: Final = "forged"
 EndStatus = Literal[
-    "ok", "exited", "killed", "timeout", "deadline", "output_limit", "record_limit", "bad_record", "not_run"
+    "ok", "exited", "killed", "timeout", "deadline", "output_limit", "record_limit", "bad_record", "not_run", "forged"
 ]
 END_STATUSES: Final = frozenset(get_args(EndStatus))
 
 # Why a probe did not run (probe_end "reason" with status not_run; "gate" ends a mutation probe early).
-REASON_DEADLINE: Final = "deadline"
+REASON_DEADLINE: Final = "deadline"  # the grading's budget (charged seconds) ran out: the submission's use
+# The machine was too slow to finish within the host's wall-clock limit: the grader's failure,
+# never the submission's (a status of deadline or not_run with this reason).
+REASON_MACHINE_LATE: Final = "machine_late"
 REASON_REPEATED_TIMEOUTS: Final = "repeated_timeouts"
 REASON_NO_PROCESS: Final = "no_process"
 REASON_LOAD_FAILED: Final = "load_failed"
@@ -81,6 +89,7 @@ PROCESS_LIMIT_STOP: Final = "ProcessLimit"
 SANDBOX_STOPS: Final = (OUTPUT_LIMIT_STOP, PROCESS_LIMIT_STOP)
 CLEAN: Final = "clean"
 EQUIVALENT: Final = "equivalent"
+REFERENCE: Final = "reference"  # the checks with the grader's correct class in place of the student's
 
 # --- values that are not finite floats, as {marker: text} ------------------------------------------
 NONFINITE: Final = "nonfinite"  # text: nan, inf, -inf or overflow

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import secrets
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -12,7 +11,10 @@ from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
 from django.db import models
 
+from grader.plan import new_seed
 from grader.rubric import Rubric, load_rubric
+
+from .keys import KeyField
 
 RUBRICS = settings.REPO / "rubrics"
 slug_shape = RegexValidator(r"^[a-z0-9][a-z0-9_-]{0,39}$", "lowercase letters, digits, - and _ (at most 40)")
@@ -75,9 +77,9 @@ def _rubric(path: str, mtime_ns: int, size: int) -> Rubric:
 
 
 def draw_seed() -> int:
-    """An assignment's own seed: the shipped rubric's is public, so a course's hidden inputs must
-    not be derivable from it."""
-    return secrets.randbelow(2**31)
+    """An assignment's own seed, a 128-bit key: the shipped rubric's is public, so a course's
+    hidden inputs must not be derivable from it, nor the key searchable from some of them."""
+    return new_seed()
 
 
 class Assignment(models.Model):
@@ -95,7 +97,7 @@ class Assignment(models.Model):
     )
     # Every grading of this assignment draws its hidden inputs from this seed, so the same file
     # always gets the same score; it is shown to staff only. Changing it calls for a regrade.
-    seed = models.BigIntegerField(
+    seed = KeyField(
         default=draw_seed,
         help_text="hidden inputs are drawn from this seed (drawn at random when the assignment is made; "
         "never shown to students); after a change, regrade everyone",

@@ -8,6 +8,7 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from ..courses.keys import KeyField
 from ..courses.models import Assignment
 
 
@@ -45,7 +46,7 @@ class Submission(models.Model):
     content = models.BinaryField()
     problem = models.TextField(blank=True, help_text="why the upload cannot be graded, when it cannot")
     state = models.CharField(max_length=16, choices=State.choices, default=State.QUEUED, db_index=True)
-    seed = models.BigIntegerField(null=True, blank=True)
+    seed = KeyField(null=True, blank=True)
     score = models.FloatField(null=True, blank=True)
     max_score = models.FloatField(null=True, blank=True)
     late_penalty = models.FloatField(default=0.0, help_text="percent taken off")

@@ -13,6 +13,7 @@ volumes, files, processes).
 
 from __future__ import annotations
 
+import ast
 import difflib
 import html
 import json
@@ -43,6 +44,7 @@ SEED = 20261130
 REQUIRE_DOCKER = os.environ.get("REQUIRE_DOCKER") == "1"
 SUITE = Path(__file__).resolve().parents[1] / "adversarial"
 TWINS = SUITE / "_twins"
+TRICKS = SUITE / "_tricks"
 CASES = sorted(p.name for p in SUITE.iterdir() if (p / "expected.yaml").is_file()) if SUITE.is_dir() else []
 REFERENCE = Path(__file__).resolve().parents[2] / "reference" / "autograd_lab.py"
 # Python 3.11 compiles a 500-term sum in a method (600 it refuses); the harness's own tree work
@@ -116,7 +118,21 @@ def case_source(name: str) -> bytes:
         assert anchor in body, "the reference's __init__ moved: update the long_sum_in_init generator"
         terms = " + ".join(["1"] * LONG_SUM_TERMS)
         return body.replace(anchor, f"        self._terms = {terms}\n" + anchor, 1).encode("utf-8")
+    if kind == "forge_trick":
+        return forge_trick(str(EXPECTED[name]["trick"]), str(EXPECTED[name]["twin"]))
     raise AssertionError(f"unknown generator {kind!r}")
+
+
+def forge_trick(trick: str, twin: str) -> bytes:
+    """The broken twin, unchanged, then the reference's engine class renamed ``_Real`` (the twin's
+    ``Value`` stays the one graded: the last class of that name), then an import-time trick that
+    tries to report what ``_Real`` computes instead."""
+    reference = REFERENCE.read_text(encoding="utf-8")
+    engine = next(n for n in ast.parse(reference).body if isinstance(n, ast.ClassDef) and n.name == "Value")
+    real = "".join(reference.splitlines(keepends=True)[engine.lineno - 1 : engine.end_lineno]).replace("Value", "_Real")
+    tricks = [(TRICKS / name).read_text(encoding="utf-8") for name in ("_replay.py", trick)]
+    parts = [twin_source(twin).decode("utf-8"), "\n\nimport math\n\n\n", real, "\n\n", *tricks]
+    return "".join(parts).encode("utf-8")
 
 
 def feedback_text(result: SubmissionResult) -> str:

@@ -12,7 +12,7 @@ from grader.pipeline import grade_submission
 from grader.results import Outcome, SubmissionResult, Visibility
 from grader.rubric import DEFAULT_RUBRIC, Rubric, load_rubric
 from grader.runners.local import LocalRunner
-from sandbox.harness.mutate import NotApplicable, mutate_text
+from sandbox.harness.mutation.mutate import NotApplicable, mutate_text
 
 REFERENCE = Path(__file__).resolve().parents[2] / "reference" / "autograd_lab.py"
 MAX_OPERATIONS = 4

@@ -136,7 +136,7 @@ def test_every_assignment_draws_its_hidden_inputs_from_a_seed_of_its_own(cast: C
     public = load_rubric().seed
     seeds = {cast.assignment.seed, cast.other_assignment.seed}
     assert len(seeds) == 2 and public not in seeds
-    assert all(0 <= seed < 2**31 for seed in seeds)
+    assert all(2**96 <= seed < 2**128 for seed in seeds)  # keys of 128 random bits (2**-32 below 2**96)
     # The class view shows it to staff, so that they can grade the same files with the CLI.
     staff = cast.client(cast.instructor).get("/a/a8/class/")
     assert str(cast.assignment.seed).encode() in staff.content

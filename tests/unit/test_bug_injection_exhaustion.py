@@ -15,9 +15,10 @@ from grader.rubric import load_rubric
 from sandbox.harness import wire
 
 
-def context(exception: str) -> SimpleNamespace:
+def context(exception: str, gate: str = wire.PASSED) -> SimpleNamespace:
     clean = ScriptRun(outcome=wire.FAILED, exception=exception, stop=f"{exception}@147")
-    report = SimpleNamespace(script=lambda name: clean if name == wire.CLEAN else None)
+    runs = {wire.CLEAN: clean, wire.REFERENCE: ScriptRun(outcome=gate)}
+    report = SimpleNamespace(script=runs.get)
     return SimpleNamespace(report=report, engine_faults=[SimpleNamespace(title="fd.add", wrong_values=True)])
 
 
@@ -32,6 +33,15 @@ def test_checks_stopped_by_a_limit_never_switch_to_catching(exception: str) -> N
 
 def test_checks_that_fail_on_a_wrong_engine_do_catch() -> None:
     assert bug_injection.catching(context("AssertionError")) is True  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("gate", [wire.FAILED, wire.TIMEOUT, wire.NOT_RUN, wire.NOT_APPLICABLE, wire.CRASHED])
+def test_checks_that_do_not_pass_on_a_correct_engine_never_catch(gate: str) -> None:
+    # Checks that always raise (at a line drawn from a hash of the values) stop "somewhere else"
+    # on every mutant; with the grader's correct class in their place they fail too.
+    assert bug_injection.catching(context("AssertionError", gate)) is False  # type: ignore[arg-type]
+    verdict = bug_injection.checks_pass(context("AssertionError", gate), 0)  # type: ignore[arg-type]
+    assert not verdict.ok and "correct class" in verdict.problem
 
 
 def _result(check_id: str, outcome: Outcome) -> CheckResult:

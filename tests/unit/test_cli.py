@@ -12,6 +12,7 @@ import yaml
 from click.testing import CliRunner
 
 from grader.cli import cli
+from grader.plan import seed_label
 from grader.results import Visibility
 from grader.rubric import DEFAULT_RUBRIC, load_rubric
 
@@ -125,7 +126,9 @@ def test_grade_writes_a_report_per_student_and_grades_csv(runner: CliRunner, tmp
     out = tmp_path / "out"
     outcome = runner.invoke(cli, ["grade", str(submissions), "--out", str(out), "--sandbox", "local", "--seed", "3"])
     assert outcome.exit_code == 0, outcome.output
-    assert "seed 3" in outcome.stdout and "local sandbox" in outcome.stdout
+    # A fingerprint of the seed, never the key itself: logs are read by more people than rubrics.
+    assert f"fingerprint {seed_label(3)}" in outcome.stdout and "local sandbox" in outcome.stdout
+    assert f"Graded with the seed given (fingerprint {seed_label(3)})" in outcome.stdout
 
     with (out / "grades.csv").open(newline="", encoding="utf-8") as handle:
         reader = csv.DictReader(handle)
@@ -145,7 +148,7 @@ def test_grade_writes_a_report_per_student_and_grades_csv(runner: CliRunner, tmp
     assert sorted(p.name for p in (out / "students").iterdir()) == sorted(STUDENTS)
     for student in STUDENTS:
         data = json.loads((out / "students" / student / "results.json").read_text(encoding="utf-8"))
-        assert data["extra_data"]["seed"] == 3
+        assert data["extra_data"]["seed_id"] == seed_label(3) and "seed" not in data["extra_data"]
         assert data["extra_data"]["visible_only"] is False
         assert data["score"] == pytest.approx(float(by_student[student]["total"]))
         assert len(data["tests"]) == len(load_rubric().checks)
@@ -176,3 +179,33 @@ def test_grade_rejects_a_folder_without_students(runner: CliRunner, tmp_path: Pa
     )
     assert outcome.exit_code != 0
     assert "holds no submissions" in str(outcome.exception)
+
+
+@pytest.mark.parametrize("given", [None, 20261130])
+def test_grade_says_whose_seed_it_graded_with(
+    runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, given: int | None
+) -> None:
+    # Finding C: a seed given on the command line is not "the assignment's seed".
+    from result_builders import make_check, make_submission
+
+    import grader.batch
+
+    seen: list[int | None] = []
+
+    def graded(source: Path, *, out: Path, seed: int | None, **_: object) -> grader.batch.ClassResult:
+        seen.append(seed)
+        used = load_rubric().seed if seed is None else seed
+        result = make_submission([make_check("api.basic", "api")], {"api": "API"}, seed=used)
+        return grader.batch.ClassResult((result,), out, "folders", 1, 0, 0, ())
+
+    monkeypatch.setattr(grader.batch, "grade_class", graded)
+    (tmp_path / "class").mkdir()
+    args = ["grade", str(tmp_path / "class"), "--out", str(tmp_path / "out"), "--sandbox", "local"]
+    outcome = runner.invoke(cli, args + (["--seed", str(given)] if given is not None else []))
+    assert outcome.exit_code == 0, outcome.output
+    assert seen == [given]
+    if given is None:
+        line = f"Graded with the assignment's seed (fingerprint {seed_label(load_rubric().seed)})."
+    else:
+        line = f"Graded with the seed given (fingerprint {seed_label(given)})."
+    assert line in outcome.stdout and str(given) not in outcome.stdout.replace(line, "")

@@ -47,7 +47,7 @@ def engine(source: str) -> type:
 def diagnosed(source: str, rubric: Rubric, plan: Plan) -> tuple[Diagnosis, ...]:
     graded = Plan(plan.seed, plan.probes, tuple(c for c in plan.checks if c.section != "bug_injection"))
     expected = compute_expected(graded, class_name="Value")
-    report = observe(engine(source), graded)
+    report = observe(engine(source), graded, numbered=True)  # hashes as in the sandbox: set order is fixed
     return diagnose(rubric, graded, expected, report, judge(rubric, graded, expected, report))
 
 

@@ -1,4 +1,4 @@
-"""The `equivalent` guard's copies (sandbox.harness.equivalents), tested by behaviour.
+"""The `equivalent` guard's copies (sandbox.harness.mutation.equivalents), tested by behaviour.
 
 For the reference, every tests/cases engine and every submission, 20 seeds each: the copy
 parses, grades the same class, passes or fails the file's own checks exactly as the original
@@ -23,8 +23,9 @@ from typing import Any
 
 import pytest
 
-from sandbox.harness import equivalents, loader, mutate
-from sandbox.harness.equivalents import equivalent_text
+from sandbox.harness.mutation import equivalents, mutate
+from sandbox.harness.mutation.equivalents import equivalent_text
+from sandbox.harness.probes import loader
 
 REPO = Path(__file__).resolve().parents[2]
 REFERENCE = REPO / "reference" / "autograd_lab.py"
@@ -82,7 +83,8 @@ DRIVER = r"""
 import ast, gc, json, signal, struct, sys, warnings
 repo, class_name, *paths = sys.argv[1:]
 sys.path.insert(0, repo)
-from sandbox.harness import loader, mutate
+from sandbox.harness.mutation import mutate
+from sandbox.harness.probes import loader
 
 def bits(v):
     try:

@@ -266,6 +266,12 @@ def test_student_with_the_assign_bug_sees_the_node_that_lost_a_path(path: str) -
     ]
     assert float(fd.fd_rows[0].rel_error) < 1e-5
     html = render_feedback_html(result)
-    # Two graphs of the checks, and one per distinct smallest failing program (the bug shrunk).
-    programs = {c.counterexample.program for c in result.checks if c.counterexample and c.counterexample.figure}
-    assert programs and html.count("<svg") == 2 + len(programs) and "edge-lost" in html
+    # Two graphs of the checks, and one per distinct smallest failing program (the bug shrunk) of
+    # a visible check; a hidden check's (shrunk after hidden inputs entered the sandbox) has the
+    # program and the right answers, never a graph of what the engine did.
+    found = [c.counterexample for c in result.checks if c.counterexample]
+    hidden = [c.counterexample for c in result.checks if c.counterexample and c.visibility is not Visibility.VISIBLE]
+    assert hidden and all(f.withheld and f.figure is None for f in hidden)
+    programs = {f.program for f in found if f.figure}
+    assert html.count("<svg") == 2 + len(programs) and "edge-lost" in html
+    assert "The right answers on this program" in html

@@ -171,14 +171,16 @@ def test_graphviz_import_gets_a_stand_in(tmp_path: Path, rubric: Rubric, runner:
 def test_endless_backward_times_out_and_keeps_api_points(tmp_path: Path) -> None:
     text = DEFAULT_RUBRIC.read_text(encoding="utf-8")
     for old, new in (
-        ("wall_seconds: 60 ", "wall_seconds: 12 "),
+        ("budget_seconds: 900 ", "budget_seconds: 12 "),
+        ("wall_seconds: 1800 ", "wall_seconds: 60 "),
         ("probe_seconds: 2 ", "probe_seconds: 1 "),
-        ("script_seconds: 10 ", "script_seconds: 3 "),
+        ("script_seconds: 20 ", "script_seconds: 3 "),
     ):
         text = edited(old, new, text)
     (tmp_path / "fast.yaml").write_text(text, encoding="utf-8")
     fast = load_rubric(tmp_path / "fast.yaml")
-    assert (fast.limits.wall_seconds, fast.limits.probe_seconds, fast.limits.script_seconds) == (12, 1, 3)
+    limits = fast.limits
+    assert (limits.budget_seconds, limits.wall_seconds, limits.probe_seconds, limits.script_seconds) == (12, 60, 1, 3)
     assert fast.checks == load_rubric().checks  # everything else is the shipped rubric
 
     source = edited(BACKWARD_DOC, BACKWARD_DOC + "        while True:\n            pass\n")

@@ -13,8 +13,11 @@ from typing import Any
 
 import pytest
 
-from sandbox.harness import child, loader, mutate, runs, splice
-from sandbox.harness.zygote import Zygote
+from sandbox.harness.execution import child, runs
+from sandbox.harness.execution.clock import Budget
+from sandbox.harness.execution.zygote import Zygote
+from sandbox.harness.mutation import mutate, splice
+from sandbox.harness.probes import loader
 
 REPO = Path(__file__).resolve().parents[2]
 SOURCE = (REPO / "reference" / "autograd_lab.py").read_text(encoding="utf-8")
@@ -46,7 +49,8 @@ def test_the_fork_server_compiles_on_request_and_still_forks() -> None:
         assert zygote.preload("numpy") is (importlib.util.find_spec("numpy") is not None)
         # The fork server still forks after both.
         who = runs.Identity(None, None)
-        run = runs.Runs(zygote, who, deadline=float("inf"), memory_bytes=1 << 31, output_bytes=1 << 20)
+        budget = Budget(3600.0, wall_seconds=3600.0)
+        run = runs.Runs(zygote, who, budget=budget, memory_bytes=1 << 31, output_bytes=1 << 20)
         task = {"kind": "cleanup", "filename": "", "source": "", "mode": "", "stand_ins": [], "scratch": ""}
         records, summary = run.run(task, runs._NoRecords(), timeout=5.0, progress_resets=False)
         assert summary["status"] == "ok" and records == []

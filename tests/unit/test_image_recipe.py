@@ -17,6 +17,6 @@ def test_the_recipe_follows_the_sandbox_files_and_not_the_base(tmp_path: Path) -
     assert image_tag("python:3.11-slim", base_id="sha256:1", sandbox_dir=copy) != image_tag(
         "autograd-grader-base:bookworm", base_id="sha256:2", sandbox_dir=copy
     )
-    harness = copy / "harness" / "child.py"
+    harness = copy / "harness" / "execution" / "child.py"
     harness.write_text(harness.read_text(encoding="utf-8") + "\n# changed\n", encoding="utf-8")
     assert recipe_digest(copy) != recipe

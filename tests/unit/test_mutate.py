@@ -1,4 +1,4 @@
-"""The mutation catalogue (sandbox.harness.mutate, seen through grader.mutate), tested by behaviour.
+"""The mutation catalogue (sandbox.harness.mutation.mutate, seen through grader.mutate), tested by behaviour.
 
 Every operator is applied to the reference solution and to several alternative engine layouts
 (handout style, explicit ``x.grad = x.grad + v``, backward rules in helper methods, a class not
@@ -35,7 +35,7 @@ from grader.mutate import (
     mutate_source,
     mutate_text,
 )
-from sandbox.harness import splice
+from sandbox.harness.mutation import splice
 
 REPO = Path(__file__).resolve().parents[2]
 REFERENCE_SOURCE = (REPO / "reference" / "autograd_lab.py").read_text(encoding="utf-8")
@@ -1180,7 +1180,7 @@ def test_the_misnamed_fallback_takes_the_last_of_equal_scores() -> None:
 
 
 def test_graded_class_is_the_rule_everything_uses() -> None:
-    from sandbox.harness import mutate as harness_mutate
+    from sandbox.harness.mutation import mutate as harness_mutate
 
     assert harness_mutate.find_class is graded_class
     assert "last" in (graded_class.__doc__ or "")
@@ -1194,8 +1194,11 @@ def _engine_files() -> list[tuple[str, str]]:
     for path in [
         *sorted(REPO.glob("tests/cases/*/autograd_lab.py")),
         *sorted(REPO.glob("submissions/*/autograd_lab.py")),
+        *sorted(REPO.glob("tests/similarity_class*/*/autograd_lab.py")),
     ]:
         found.append((str(path.parent.relative_to(REPO)), path.read_text(encoding="utf-8")))
+    for path in sorted(REPO.glob("tests/unit/engines_forms/*.py")):  # backward rules outside closures
+        found.append((str(path.relative_to(REPO)), path.read_text(encoding="utf-8")))
     found += [(f"layout:{name}", source) for name, (source, _) in LAYOUTS.items()]
     found += [(f"gap:{name}", source) for name, (source, _, _) in GAPS.items()]
     return found

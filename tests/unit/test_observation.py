@@ -13,7 +13,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from sandbox.harness import programs, scripts, wire
+from sandbox.harness import wire
+from sandbox.harness.mutation import scripts
+from sandbox.harness.probes import programs
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -163,7 +165,7 @@ def test_the_stop_point_is_the_place_never_the_exception_name() -> None:
 ORDER = textwrap.dedent(
     """
     import sys
-    from sandbox.harness import stable_hash
+    from sandbox.harness.probes import stable_hash
     stable_hash.install(frozenset({"__main__"}))
     junk = [bytearray(int(sys.argv[1]) * 16 + n) for n in range(200)]  # shift later addresses
 

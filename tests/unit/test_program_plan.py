@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from grader.mutate import CATALOGUE
-from grader.plan import UPSTREAM, build_plan
+from grader.plan import UPSTREAM, _rng, build_plan
 from grader.program import (
     central_differences,
     compile_steps,
@@ -248,8 +248,9 @@ def test_plan_header(rubric) -> None:
     assert (body["filename"], body["class_name"]) == ("autograd_lab.py", "Value")
     assert body["limits"] == {
         "probe_seconds": 2.0,
-        "script_seconds": 10.0,
-        "budget_seconds": 52.0,
+        "script_seconds": 20.0,
+        "budget_seconds": 900.0,  # charged seconds
+        "wall_seconds": 1792.0,  # the host's real-time limit, less the harness's margin to report
         "output_bytes": 16 * 1024,
         "child_memory_mb": 256,
         "shrink_seconds": 3.0,
@@ -257,15 +258,49 @@ def test_plan_header(rubric) -> None:
     assert body["student"] == {}  # the local runner cannot switch users
     isolated = json.loads(build_plan(rubric, seed=5, visible_only=False).to_bytes(rubric, nonce=NONCE, isolate=True))
     assert isolated["student"] == {"uid": 10002, "gid": 10002, "reap": True}
-    assert [p["id"] for p in body["probes"]][:3] == ["api", "api_random", "part1"]
+    assert [p["id"] for p in body["probes"]][:3] == ["api", "part1", "neuron"]
     assert {p["kind"] for p in body["probes"]} == {"api", "program", "mutation"}
-    # The mutation probe runs last, names the Step-5 and forced-fail mutants first, then the
-    # rest of the catalogue. It carries no program: student code on a mutant never sees an input.
-    mutation = body["probes"][-1]
+    # Every run a student may see the output of comes before the first hidden input: the shown
+    # probes, then bug injection (the student's own checks), then the hidden probes, marked.
+    kinds = [
+        ("hidden" if p.get("hidden") else "mutation" if p["kind"] == "mutation" else "shown") for p in body["probes"]
+    ]
+    assert kinds == sorted(kinds, key=["shown", "mutation", "hidden"].index) and kinds.count("mutation") == 1
+    shown = {c.probe for c in rubric.checks if c.visibility is Visibility.VISIBLE}
+    shown |= {c.fallback.probe for c in rubric.checks if c.visibility is Visibility.VISIBLE and c.fallback}
+    assert {p["id"] for p in body["probes"] if p.get("hidden")} == {p["id"] for p in body["probes"]} - shown - {
+        "mutation"
+    }
+    # The mutation probe names the Step-5 and forced-fail mutants first, then the rest of the
+    # catalogue. It carries no program: student code on a mutant never sees an input.
+    mutation = next(p for p in body["probes"] if p["kind"] == "mutation")
     assert (mutation["id"], mutation["kind"]) == ("mutation", "mutation")
     assert mutation["mutants"][:2] == ["acc_mul", "forced_fail"]
     assert sorted(mutation["mutants"][2:]) == sorted(op.id for op in CATALOGUE if op.id != "acc_mul")
     assert "programs" not in mutation and "oracle" not in mutation
+
+
+def test_the_order_of_the_catalogue_bugs_is_the_keys(rubric) -> None:
+    # When a grading's budget cannot hold every run, the first bugs of this order are tried:
+    # the same for every grading under one key, and another key draws another order.
+    def order(seed: int) -> list[str]:
+        return list(build_plan(rubric, seed=seed, visible_only=False).probe("mutation").mutants)
+
+    assert order(2**127 + 5) == order(2**127 + 5)
+    assert order(2**127 + 5)[2:] != order(2**127 + 6)[2:]
+    assert order(2**127 + 5)[:2] == order(2**127 + 6)[:2] == ["acc_mul", "forced_fail"]
+
+
+def test_each_instance_has_its_own_keyed_generator(rubric) -> None:
+    # HMAC(key, probe and instance): another key, even one bit away, gives unrelated inputs, and
+    # two instances of one probe share no generator a student could rebuild from the other.
+    key = 2**127 + 12345
+    a, b = build_plan(rubric, seed=key, visible_only=False), build_plan(rubric, seed=key ^ 1, visible_only=False)
+    for probe in (p for p in a.probes if p.kind == "program" and len(p.programs) > 1):
+        assert probe.programs != b.probe(probe.id).programs, probe.id
+    assert build_plan(rubric, seed=key, visible_only=False) == a  # and the same key, the same plan
+    first, second = _rng(key, "reuse_random", 0), _rng(key, "reuse_random", 1)
+    assert [first.random() for _ in range(4)] != [second.random() for _ in range(4)]
 
 
 def test_hidden_probes_differ_across_seeds_and_fixed_ones_do_not(rubric) -> None:

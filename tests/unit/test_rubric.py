@@ -332,7 +332,8 @@ def test_the_seed_is_the_rubrics_or_derived_from_the_assignment(tmp_path: Path) 
     assert renamed.seed != derived.seed
     given = load_rubric(write(tmp_path, replaced("  total: 10\n", "  total: 10\n  seed: 1234\n"), "given.yaml"))
     assert given.seed == 1234
-    assert load_rubric().seed == 20261130  # the shipped assignment's
+    assert load_rubric().seed.bit_length() > 96  # the shipped assignment's: a key, not a counter
+    assert derived.seed.bit_length() > 96  # derived (public) seeds are as long, and `validate` warns
 
 
 def test_reseed_writes_the_seed_and_keeps_the_rest_of_the_file(tmp_path: Path) -> None:
@@ -362,3 +363,15 @@ def test_checks_may_not_depend_on_each_other_in_a_circle(tmp_path: Path) -> None
     fallback = "        compare: values\n        fallback: {probe: part1, when_failing: [c1], because: x}\n"
     error = load_error(write(tmp_path, replaced("        compare: values\n", fallback)))
     assert error.message == "checks depend on each other in a circle: c1 -> c1"
+
+
+def test_validate_warns_of_a_seed_anyone_could_find(tmp_path: Path) -> None:
+    from grader.validate import seed_warnings
+
+    assert seed_warnings(load_rubric()) == []  # the shipped rubric's key is 128 bits
+    derived = seed_warnings(load_rubric(write(tmp_path, BASE)))
+    assert len(derived) == 1 and "no assignment.seed" in derived[0] and "reseed" in derived[0]
+    short = seed_warnings(
+        load_rubric(write(tmp_path, replaced("  total: 10\n", "  total: 10\n  seed: 1234\n"), "s.yaml"))
+    )
+    assert len(short) == 1 and "short (11 bits)" in short[0]

@@ -11,7 +11,7 @@ import pytest
 
 from grader.plan import _random_dag
 from grader.program import central_differences, compile_steps, evaluate
-from sandbox.harness import shrink
+from sandbox.harness.shrinking import shrink
 
 OPS = ("add", "sub", "mul", "div", "square", "neg", "tanh", "relu", "exp", "log")
 

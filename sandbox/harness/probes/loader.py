@@ -12,6 +12,7 @@ Each of these is reported back as a notice.
 from __future__ import annotations
 
 import ast
+import builtins
 import inspect
 import re
 import sys
@@ -19,7 +20,7 @@ import types
 from collections.abc import Callable
 from typing import Any
 
-from . import syntax
+from .. import syntax
 from .standins import StandInFinder as StandInFinder  # re-exported: callers use loader.*
 from .standins import install_stand_ins as install_stand_ins
 
@@ -36,7 +37,16 @@ class LoadError(Exception):
 
     def record(self) -> dict[str, object]:
         """The failure as the wire reports it."""
-        return {"type": "LoadError", "message": str(self)[:300], "line": self.line, "column": self.column}
+        return error_record(self)
+
+
+def error_record(error: LoadError) -> dict[str, object]:
+    """A load failure as the wire reports it, read without the class's own methods (which student
+    code could rebind in a probe child): the message is its first argument."""
+    args = BaseException.__dict__["args"].__get__(error)
+    message = args[0] if args and isinstance(args[0], str) else "the file could not be loaded"
+    line, column = vars(error).get("line"), vars(error).get("column")
+    return {"type": "LoadError", "message": message[:300], "line": line, "column": column}
 
 
 # Stand-ins live in their own small module: the script bootstrap imports only that.
@@ -117,6 +127,7 @@ def load_module(
     tree = tree if tree is not None or code is not None else parse(source, filename)
     module = types.ModuleType(MODULE_NAME)
     module.__file__ = filename
+    module.__dict__["__builtins__"] = builtins  # the real ones: a harness copy's stay private
     sys.modules[MODULE_NAME] = module
     if mode != "definitions":
         exec(code if code is not None else compile(tree, filename, "exec"), module.__dict__)  # type: ignore[arg-type]

@@ -11,14 +11,14 @@ from this record: it checks it again with its own reference before showing it.
 from __future__ import annotations
 
 import math
-import time
 from typing import TYPE_CHECKING, Any
 
-from . import shrink, wire
-from .child_records import ProgramRecords
+from .. import wire
+from ..execution.child_records import ProgramRecords
+from . import shrink
 
 if TYPE_CHECKING:
-    from .supervisor import Supervisor
+    from ..supervisor import Supervisor
 
 REL, ABS = 1e-6, 1e-9  # far looser than any bug: the host re-checks with the rubric's own
 
@@ -29,11 +29,11 @@ class _Stop(Exception):
 
 def find_all(sup: Supervisor, pending: list[tuple[dict[str, Any], list[dict[str, Any]]]]) -> None:
     """Shrink each probe's first failing instance, within the plan's ``shrink_seconds`` (for
-    all of them) and the grading's deadline. It runs after every probe: it delays a grading,
-    never starves it."""
-    until = time.monotonic() + sup.shrink_seconds
+    all of them, charged as every limit is: a busy machine shrinks as far as an idle one) and the
+    grading's budget. It runs after every probe: it delays a grading, never starves it."""
+    until = sup.budget.used() + sup.shrink_seconds
     for probe, records in pending:
-        if time.monotonic() >= until:
+        if sup.budget.used() >= until:
             return
         find(sup, probe, records, until)
 
@@ -66,7 +66,7 @@ def find(sup: Supervisor, probe: dict[str, Any], records: list[dict[str, Any]], 
     seen: dict[int, dict[str, Any]] = {}
 
     def first_wrong(batch: list[dict[str, Any]]) -> int | None:
-        left = until - time.monotonic()
+        left = until - sup.budget.used()
         if left <= 0:
             raise _Stop
         task = sup.task("programs", programs=batch)

@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import wire
+from .. import wire
 
 MAX_KEY = 80
 MAX_TEXT = 400

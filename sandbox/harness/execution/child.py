@@ -9,16 +9,23 @@ code runs, so its only outcome is its exit status and output.
 
 from __future__ import annotations
 
+import builtins
 import json
 import os
 import resource
 import sys
 import traceback
 import types
+from _hashlib import hmac_digest as _hmac_digest
+from _json import encode_basestring_ascii as _ascii
+from _json import make_encoder as _make_encoder
 from collections.abc import Callable
+from os import write as _os_write
 from typing import Any, NoReturn
 
-from . import loader, programs, stable_hash, wire
+from .. import wire
+from ..probes import loader, programs, stable_hash
+from . import guard
 
 MAX_TASK = 16 * 1024 * 1024
 Write = Callable[[dict[str, Any]], None]
@@ -26,7 +33,20 @@ _FILLERS: dict[str, Any] = {"tuple": (), "str": "", "none": None}
 
 
 def main(task_fd: int, record_fd: int, output_fd: int) -> NoReturn:
-    """Entry point in the forked child; never returns."""
+    """Entry point in the forked child; never returns. Everything after this runs in private
+    copies of the harness modules (``sealed``), which student code has no name for."""
+    from . import sealed  # not among the copies: only this entry point builds them
+
+    try:
+        private = sealed.build()["execution.child"]
+    except BaseException:
+        os._exit(73)
+    private.run(task_fd, record_fd, output_fd)
+    os._exit(74)
+
+
+def run(task_fd: int, record_fd: int, output_fd: int) -> NoReturn:
+    """The child's work, in the private copy: set up, read the task, run it, report."""
     try:
         os.setsid()
         devnull = os.open(os.devnull, os.O_RDONLY)
@@ -37,18 +57,15 @@ def main(task_fd: int, record_fd: int, output_fd: int) -> NoReturn:
         for low, high in zip([2, *keep[3:]], [*keep[3:], 65536], strict=True):
             os.closerange(low + 1, high)
         task = _read_task(task_fd)
+        write = _signed_writer(record_fd, bytes.fromhex(task.pop("key")))
         _enter(task)
         stable_hash.install(frozenset({loader.MODULE_NAME, "__main__"}))
+        if task["kind"] == "script":
+            _run_script(task, write, record_fd)
+        if task["kind"] != "cleanup":  # the cleanup child runs no student code
+            _GUARD.append(guard.install())
     except BaseException:
         os._exit(71)
-    if task["kind"] == "script":
-        _run_script(task, record_fd)
-    channel = os.fdopen(record_fd, "w", buffering=1, encoding="utf-8")
-
-    def write(record: dict[str, Any]) -> None:
-        channel.write(json.dumps(record, allow_nan=False) + "\n")
-        channel.flush()
-
     status = 0
     try:
         TASKS[task["kind"]](task, write)
@@ -57,8 +74,37 @@ def main(task_fd: int, record_fd: int, output_fd: int) -> NoReturn:
             write({"t": wire.ERR, "stage": "running the probe", "error": exception_record(error, task["filename"])})
         except BaseException:
             status = 72
+    try:
+        write({"t": wire.DONE})  # the last record: without it, the run did not end as the grader's
+    except BaseException:
+        status = 72
     _flush()
     os._exit(status)
+
+
+_GUARD: list[Callable[[Callable[[], Any]], Any]] = []  # the hook's privileged(), once installed
+
+
+def _refuse(value: object) -> object:
+    raise TypeError(f"a {type(value).__name__} in a record")
+
+
+def _signed_writer(fd: int, key: bytes) -> Write:
+    """Records as ``<tag> <json>`` lines; the tag is an HMAC of the record and its place in the
+    run under a key that only the task carried. Everything it calls was bound before student
+    code ran (the C JSON encoder, HMAC and write), and the key lives only in this closure."""
+    encode = _make_encoder(None, _refuse, _ascii, None, ":", ",", False, False, False)
+    sent = [0]
+
+    def write(record: dict[str, Any]) -> None:
+        body = "".join(encode(record, 0)).encode()
+        sent[0] += 1
+        tag = _hmac_digest(key, b"%d:" % sent[0] + body, "sha256").hex().encode()
+        data = tag + b" " + body + b"\n"
+        while data:
+            data = data[_os_write(fd, data) :]
+
+    return write
 
 
 def _read_task(fd: int) -> dict[str, Any]:
@@ -106,11 +152,22 @@ def _flush() -> None:
             pass
 
 
+def _last_line_in(trace: types.TracebackType | None, filename: str) -> int | None:
+    line = None
+    while trace is not None:
+        if trace.tb_frame.f_code.co_filename == filename:
+            line = trace.tb_lineno
+        trace = trace.tb_next
+    return line
+
+
 def exception_record(error: BaseException, filename: str) -> dict[str, Any]:
-    line = column = None
-    for frame in traceback.extract_tb(error.__traceback__):
-        if frame.filename == filename:
-            line = frame.lineno
+    column = None
+    trace = error.__traceback__
+    if _GUARD:  # frames are refused to student code; the harness reads its own traceback
+        line = _GUARD[0](lambda: _last_line_in(trace, filename))
+    else:
+        line = _last_line_in(trace, filename)
     if isinstance(error, SyntaxError) and error.filename == filename:
         # Raised compiling the file ('return' outside a function, say): it names its own place.
         line, column = error.lineno, error.offset
@@ -121,60 +178,56 @@ def exception_record(error: BaseException, filename: str) -> dict[str, Any]:
 # --- the engine, loaded the way the task says ------------------------------------------------------
 
 
-class Engine:
-    """The graded class (the one the supervisor found in the syntax tree) and a leaf factory."""
+Engine = tuple[type, Callable[[float], Any], list[str], list[str]]  # class, leaf factory, notices, stand-ins used
 
-    def __init__(self, task: dict[str, Any]) -> None:
-        finder = loader.install_stand_ins(task.get("stand_ins", []))
-        module, self.notices = loader.load_module(task["source"], task["filename"], task["mode"])
-        self.cls = loader.graded_engine(module, task["class_name"], int(task["class_line"]), int(task["class_end"]))
-        self.fillers = tuple(_FILLERS.get(kind) for kind in task.get("fillers", []))
-        self.stand_ins_used = list(finder.used)
 
-    def make(self, value: float) -> Any:
-        return self.cls(value, *self.fillers)
+def _engine(task: dict[str, Any]) -> Engine:
+    """The graded class (the one the supervisor found in the syntax tree) and a leaf factory; no
+    class of the harness's own, since student code can rebind any class's attributes."""
+    finder = loader.install_stand_ins(task.get("stand_ins", []))
+    module, notices = loader.load_module(task["source"], task["filename"], task["mode"])
+    cls = loader.graded_engine(module, task["class_name"], int(task["class_line"]), int(task["class_end"]))
+    fillers = tuple(_FILLERS.get(kind) for kind in task.get("fillers", []))
+
+    def make(value: float) -> Any:
+        return cls(value, *fillers)
+
+    return cls, make, notices, list(finder.used)
 
 
 def _task_load(task: dict[str, Any], write: Write) -> None:
     try:
-        found = Engine(task)
-        leaf = found.make(1.5)
-        leaf_data = programs.read_float(getattr(leaf, "data", None))
+        _, make, notices, used = _engine(task)
+        leaf_data = programs.read_float(getattr(make(1.5), "data", None))
     except loader.LoadError as error:
-        write({"t": wire.LOAD, "ok": False, "error": error.record()})
+        write({"t": wire.LOAD, "ok": False, "error": loader.error_record(error)})
         return
     except BaseException as error:
         write({"t": wire.LOAD, "ok": False, "error": exception_record(error, task["filename"])})
         return
-    used = found.stand_ins_used[:10]
-    write({"t": wire.LOAD, "ok": True, "notices": found.notices[:10], "stand_ins_used": used, "leaf_data": leaf_data})
+    write({"t": wire.LOAD, "ok": True, "notices": notices[:10], "stand_ins_used": used[:10], "leaf_data": leaf_data})
 
 
 def _task_api(task: dict[str, Any], write: Write) -> None:
-    found = Engine(task)
-    obs = programs.run_api(found.cls, found.make, *task.get("inputs", []))
+    cls, make, _, _ = _engine(task)
+    write({"t": wire.LOADED})  # the import is not the probe's: its clock starts here
+    obs = programs.run_api(cls, make, *task.get("inputs", []))
     write({"t": wire.OBS, "program": 0, "phase": wire.FINAL, "obs": obs})
 
 
 def _task_programs(task: dict[str, Any], write: Write) -> None:
-    make = Engine(task).make
+    make = _engine(task)[1]
+    write({"t": wire.LOADED})
     for index, program in enumerate(task["programs"]):
 
         def emit(phase: str, obs: dict[str, Any], _index: int = index) -> None:
             write({"t": wire.OBS, "program": _index, "phase": phase, "obs": obs})
 
-        try:
-            obs = programs.run_program(make, program, emit)
-        except programs.ProgramError as failure:
-            write(
-                {
-                    "t": wire.ERR,
-                    "program": index,
-                    "stage": failure.stage[:200],
-                    "error": exception_record(failure.error, task["filename"]),
-                    "obs": failure.observations,
-                }
-            )
+        obs, failure = programs.observe(make, program, emit)
+        if failure is not None:
+            stage, error = failure
+            record = {"t": wire.ERR, "program": index, "stage": stage[:200], "obs": obs}
+            write({**record, "error": exception_record(error, task["filename"])})
             continue
         emit(wire.FINAL, obs)
 
@@ -239,7 +292,7 @@ def _quietly(call: Callable[..., object], *args: Any) -> None:
         pass
 
 
-def _run_script(task: dict[str, Any], record_fd: int) -> NoReturn:
+def _run_script(task: dict[str, Any], write: Write, record_fd: int) -> NoReturn:
     """``python autograd_lab.py`` in this process: the file is written to the scratch folder and
     runs as ``__main__``; the exit status follows the interpreter's rules. The record pipe says
     only that student code is about to run, then closes: nothing may speak for the grader."""
@@ -249,11 +302,12 @@ def _run_script(task: dict[str, Any], record_fd: int) -> NoReturn:
         with open(name, "w", encoding="utf-8") as handle:
             handle.write(task["text"])
         loader.install_stand_ins(task.get("stand_ins", []))
-        os.write(record_fd, (json.dumps({"t": wire.STARTED}) + "\n").encode())
+        write({"t": wire.STARTED})
         os.close(record_fd)
         code = compile(task["text"], name, "exec")
         main_module = types.ModuleType("__main__")
         main_module.__file__ = name
+        main_module.__dict__["__builtins__"] = builtins  # the real ones, never the harness copy's
         sys.modules["__main__"] = main_module
         sys.argv = [name]
         sys.path[0:0] = [os.getcwd()]
@@ -282,7 +336,7 @@ def _shut_down() -> None:
     threading = sys.modules.get("threading")
     if threading is not None:
         try:
-            threading._shutdown()  # type: ignore[attr-defined]
+            threading._shutdown()
         except BaseException:
             pass
     import atexit

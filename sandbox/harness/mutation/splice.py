@@ -10,7 +10,7 @@ header changed (``for x in reversed(xs):``) has only its header rewritten. When 
 statement takes fewer lines than before, blank lines after it keep later line numbers as
 they were. The result is checked: it must parse to ``new`` exactly, or ``SpliceError``.
 Tree helpers the mutation operators and the equivalent copies share live here too: ``replace``
-(swap nodes by identity), ``same``, ``blocks`` and ``bindings`` (what binds a module-level name).
+(swap nodes by identity), ``same`` and ``blocks``.
 
 Standard library only: this runs inside the sandbox and on the host.
 """
@@ -28,7 +28,7 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from . import syntax
+from .. import syntax
 
 _BODIES = ("body", "orelse", "finalbody")  # statement-list fields of compound statements
 _HEADER_ONLY = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith)
@@ -204,32 +204,6 @@ def blocks(node: ast.AST) -> list[list[ast.stmt]]:
 
 
 # --- reading and editing trees ---------------------------------------------------------------------
-
-
-def bindings(tree: ast.Module, name: str) -> list[ast.AST]:
-    """Statements and targets binding ``name`` in module scope (function and class bodies are
-    their own scopes; a function or class counts by its own name), in source order."""
-    found: list[ast.AST] = []
-
-    def visit(node: ast.AST) -> None:
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                found.extend([child] if child.name == name else [])
-                continue
-            if isinstance(child, ast.AnnAssign) and child.value is None:
-                continue  # `Value: type` only annotates
-            if isinstance(child, (ast.Import, ast.ImportFrom)):
-                if any((a.asname or a.name.split(".")[0]) == name for a in child.names):
-                    found.append(child)
-            elif isinstance(child, ast.Name) and not isinstance(child.ctx, ast.Load) and child.id == name:
-                found.append(child)
-            elif isinstance(child, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)) and child.name == name:
-                found.append(child)
-            if not isinstance(child, (ast.Lambda, ast.comprehension)):
-                visit(child)
-
-    visit(tree)
-    return sorted(found, key=lambda n: (n.lineno, n.col_offset))  # type: ignore[attr-defined]
 
 
 class _Replace(ast.NodeTransformer):

@@ -22,7 +22,9 @@ import random
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 
-from . import loader, mutate, splice, syntax
+from .. import syntax
+from ..probes import loader
+from . import mutate, splice
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _SCOPES = (*_FUNCTIONS, ast.Lambda, ast.ClassDef, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from . import wire
+from .. import wire
 
 MAX_FRAMES = 40
 MAX_STOP = 300

@@ -26,26 +26,31 @@ class Numbering:
 
     def __init__(self) -> None:
         self._numbers = itertools.count(1)
-        self._assigned: dict[int, tuple[int, Any]] = {}  # id -> (number, the object or a weak ref)
+        # Keyed by the default (address) hash, unique among live objects: ``id`` would do the
+        # same, but it is an audited call, and this runs once per hash of every node.
+        self._assigned: dict[int, tuple[int, Any]] = {}  # key -> (number, the object or a weak ref)
+        self._keys: dict[int, int] = {}  # a weak reference's own key -> its object's key
+        self._callback = self._forget  # one bound method for every weak reference
 
     def __call__(self, obj: object) -> int:
-        key = id(obj)
+        key = _DEFAULT(obj)
         entry = self._assigned.get(key)
         if entry is None:
             number = next(self._numbers)
-            assigned = self._assigned
-
-            def forget(_ref: object, _key: int = key) -> None:
-                assigned.pop(_key, None)
-
             try:
                 # The entry goes when the object does, so a later object at the same address is new.
-                holder: Any = weakref.ref(obj, forget)
+                holder: Any = weakref.ref(obj, self._callback)
+                self._keys[_DEFAULT(holder)] = key
             except TypeError:
-                holder = obj  # no weak references (__slots__): kept alive, so its id is never reused
+                holder = obj  # no weak references (__slots__): kept alive, so its key is never reused
             entry = (number, holder)
             self._assigned[key] = entry
         return entry[0]
+
+    def _forget(self, ref: Any) -> None:
+        key = self._keys.pop(_DEFAULT(ref), None)
+        if key is not None:
+            self._assigned.pop(key, None)
 
 
 _numbering = Numbering()

@@ -2,12 +2,16 @@
 
 ``Runs.run`` gives a child its task, watches its record pipe and its output, enforces the time
 limit (only well-formed records of this child extend it), stops it when it breaks the record
-schema, floods output or outlives its budget, kills whatever it left behind, and empties its
-scratch folder. Everything it returns was checked against the child's record schema.
+schema, floods output or outlives the grading's budget, kills whatever it left behind, and
+empties its scratch folder. Everything it returns was checked against the child's record schema.
+Every limit is in charged seconds (``clock``): CPU time, or time spent waiting on anything but
+a core, so a busy machine never makes a run time out.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import os
 import secrets
@@ -20,8 +24,9 @@ import time
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from . import wire
+from .. import wire
 from .child_records import BadRecord, parse_line
+from .clock import Budget, CpuSource, RunClock, sandbox_cpu
 from .zygote import Zygote
 
 RECORD_BYTES = 256 * 1024  # one child record
@@ -29,6 +34,7 @@ CHILD_RECORDS_BYTES = 1024 * 1024  # everything one child may send
 FLOOD_BYTES = 4 * 1024 * 1024  # student output beyond this stops the run
 TAIL_BYTES = 4096  # the end of a child's output is kept too: a traceback is printed last
 LINGER_SECONDS = 0.25  # after a child exits, how long a process it left may hold its pipes
+POLL_SECONDS = 0.05  # how often a running child's charged time is read
 
 
 class Schema(Protocol):
@@ -47,32 +53,54 @@ class Identity:
         return self.uid is not None
 
 
+@dataclass(frozen=True)
+class _Limits:
+    timeout: float  # charged seconds for the run (after the import, when import_seconds is given)
+    resets: bool  # every well-formed record restarts the timeout
+    import_seconds: float  # 0: no import allowance; the timeout covers everything
+
+
 class Runs:
-    def __init__(self, zygote: Zygote, who: Identity, *, deadline: float, memory_bytes: int, output_bytes: int):
+    def __init__(self, zygote: Zygote, who: Identity, *, budget: Budget, memory_bytes: int, output_bytes: int):
         self.zygote = zygote
         self.who = who
-        self.deadline = deadline
+        self.budget = budget
         self.memory_bytes = memory_bytes
         self.output_bytes = output_bytes
         self.scratch_root = _scratch_root(who)
+        # The sandbox's own cgroup counts every process a run starts; only a sandbox has one
+        # (the local runner shares the machine's, so there a child's own figures are read).
+        self.cpu: CpuSource | None = sandbox_cpu() if who.drops else None
 
     def close(self) -> None:
         shutil.rmtree(self.scratch_root, ignore_errors=True)
 
     def run(
-        self, task: dict[str, Any], schema: Schema, *, timeout: float, progress_resets: bool
+        self,
+        task: dict[str, Any],
+        schema: Schema,
+        *,
+        timeout: float,
+        progress_resets: bool,
+        import_seconds: float = 0.0,
     ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-        """One child for ``task``: its accepted records, and how it ended."""
-        if self.deadline - time.monotonic() <= 0:
+        """One child for ``task``: its accepted records, and how it ended. With ``import_seconds``,
+        the child first imports the file within that allowance, and ``timeout`` starts when it
+        says it has (a ``loaded`` record): a slow import is never charged to the probe."""
+        if self.budget.machine_late():
+            return [], {"status": wire.NOT_RUN, "reason": wire.REASON_MACHINE_LATE}
+        if self.budget.left() <= 0:
             return [], {"status": wire.NOT_RUN, "reason": wire.REASON_DEADLINE}
         scratch = self._new_scratch()
-        started = time.monotonic()
+        charged = [0.0]
         try:
-            records, summary = self._run_in(scratch, task, schema, timeout, progress_resets, started)
+            limits = _Limits(timeout, progress_resets, import_seconds)
+            records, summary = self._run_in(scratch, task, schema, limits, charged)
         finally:
+            self.budget.charge(charged[0])
             lingering = self.reap()
             self._clean(scratch)
-        summary["elapsed"] = round(time.monotonic() - started, 3)
+        summary["elapsed"] = round(charged[0], 3)  # charged seconds, as every limit counts them
         if lingering:
             summary["lingering"] = True  # something the child started outlived it
         return records, summary
@@ -80,14 +108,18 @@ class Runs:
     # --- one child -------------------------------------------------------------------------------
 
     def _run_in(
-        self, scratch: str, task: dict[str, Any], schema: Schema, timeout: float, resets: bool, started: float
+        self, scratch: str, task: dict[str, Any], schema: Schema, limits: _Limits, charged: list[float]
     ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        key = secrets.token_bytes(32)  # this run's only: the child's records are tagged with it
         body = {
             **task,
+            "key": key.hex(),
             "scratch": scratch,
             "uid": self.who.uid,
             "gid": self.who.gid,
-            "cpu_seconds": int(max(timeout, 1)) + 1,
+            # The kernel's own stop, a backstop only: twice the charged limit, so that the harness,
+            # which reads the charged time as it goes, always stops the run first.
+            "cpu_seconds": int(2 * (max(limits.timeout, 1) + limits.import_seconds)) + 5,
             "memory_bytes": self.memory_bytes,
         }
         task_r, task_w = os.pipe()
@@ -108,11 +140,32 @@ class Runs:
                 pipe.write(json.dumps(body, allow_nan=False).encode())
         except BrokenPipeError:
             pass  # the child died before reading its task: its exit status says how
-        return self._collect(pid, rec_r, out_r, schema, timeout, resets, started)
+        channel = _Tagged(key, expects_done=task["kind"] in DONE_KINDS)
+        clock = RunClock(pid, self.cpu)
+        try:
+            records, summary = self._collect(pid, rec_r, out_r, schema, channel, limits, clock)
+        finally:
+            charged[0] = clock.spent()
+        if summary.get("status") in (wire.OK, wire.EXITED) and not channel.done and channel.expects_done:
+            summary["status"] = wire.FORGED  # it ended itself before the grader's last step
+            summary["reason"] = "ended before the grader's own steps were done"
+        if summary.get("status") == wire.FORGED:
+            return [], summary  # nothing from a run that spoke for the grader is kept
+        return records, summary
 
     def _collect(
-        self, pid: int, rfd: int, ofd: int, schema: Schema, timeout: float, resets: bool, started: float
+        self,
+        pid: int,
+        rfd: int,
+        ofd: int,
+        schema: Schema,
+        channel: _Tagged,
+        limits: _Limits,
+        clock: RunClock,
     ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        resets = limits.resets
+        importing = limits.import_seconds > 0  # until the child's `loaded` record
+        room = self.budget.left()  # what the whole grading has left for this child
         selector = selectors.DefaultSelector()
         selector.register(rfd, selectors.EVENT_READ, "records")
         selector.register(ofd, selectors.EVENT_READ, "output")
@@ -125,7 +178,6 @@ class Runs:
         output_total = 0
         stopped = ""  # why the harness stopped the child, when it did
         reason = ""
-        last_progress = started
         open_streams = 2
         wait_status: int | None = None
         exited_at = 0.0
@@ -134,12 +186,19 @@ class Runs:
             if wait_status is not None and now - exited_at > LINGER_SECONDS:
                 stopped = stopped or "lingering"  # something the child started still holds the pipes
                 break
-            limit = min(last_progress + timeout if resets else started + timeout, self.deadline)
-            if now >= limit:
-                stopped = wire.DEADLINE if limit == self.deadline and now >= self.deadline else wire.TIMEOUT
-                break
-            for key, _ in selector.select(timeout=min(0.5, limit - now)):
+            if wait_status is None:  # once it has exited, its last reading stands
+                used = clock.used()
+                if used >= (limits.import_seconds if importing else limits.timeout):
+                    stopped = wire.TIMEOUT
+                elif clock.spent() >= room:
+                    stopped = wire.DEADLINE
+                elif self.budget.machine_late():
+                    stopped, reason = wire.DEADLINE, wire.REASON_MACHINE_LATE
+                if stopped:
+                    break
+            for key, _ in selector.select(timeout=POLL_SECONDS):
                 if key.data == "exit":
+                    clock.used()  # a last reading before the fork server reaps it
                     wait_status, exited_at = self.zygote.exit_status(), time.monotonic()
                     selector.unregister(key.fd)
                     continue
@@ -159,9 +218,21 @@ class Runs:
                 *lines, pending = pending.split(b"\n")
                 try:
                     for line in lines:
-                        if line:
-                            records.append(schema.accept(parse_line(line, RECORD_BYTES)))
-                            last_progress = time.monotonic()  # only a well-formed record is progress
+                        record = parse_line(channel.open(line), RECORD_BYTES)
+                        if record.get("t") == wire.DONE and len(record) == 1:
+                            channel.done = True
+                            continue
+                        if record.get("t") == wire.LOADED and len(record) == 1:
+                            if importing:  # the probe's own clock starts now
+                                importing = False
+                                clock.restart()
+                            continue
+                        records.append(schema.accept(record))
+                        if resets:
+                            clock.restart()  # only a well-formed record is progress
+                except Forged as forged:
+                    stopped, reason = wire.FORGED, str(forged)[:200]
+                    break
                 except BadRecord as bad:
                     stopped, reason = wire.BAD_RECORD, str(bad)[:200]
                     break
@@ -218,7 +289,7 @@ class Runs:
         if self.who.drops and not _nothing_left(scratch, self.who.uid):
             # Files the student uid made inside are its own: only that uid may empty them.
             cleanup = {"kind": "cleanup", "filename": "", "source": "", "mode": "", "stand_ins": []}
-            self._run_in(scratch, cleanup, _NoRecords(), 5.0, False, time.monotonic())
+            self._run_in(scratch, cleanup, _NoRecords(), _Limits(5.0, False, 0.0), [0.0])
             self.reap()
         shutil.rmtree(scratch, ignore_errors=True)
 
@@ -241,6 +312,34 @@ class Runs:
                     pass
             time.sleep(0.01)
         return found
+
+
+DONE_KINDS = frozenset({"load", "api", "programs"})  # the tasks that end with a done record
+
+
+class Forged(Exception):
+    """A line the child's own harness code did not write."""
+
+
+class _Tagged:
+    """The child's record lines, each ``<tag> <json>``: the tag must be the HMAC, under this
+    run's key, of the record and its place in the run, and nothing may follow the done record."""
+
+    def __init__(self, key: bytes, *, expects_done: bool) -> None:
+        self.key = key
+        self.expects_done = expects_done
+        self.count = 0
+        self.done = False
+
+    def open(self, line: bytes) -> bytes:
+        tag, _, body = line.partition(b" ")
+        if self.done:
+            raise Forged("a record after the run's last one")
+        self.count += 1
+        want = hmac.new(self.key, b"%d:" % self.count + body, hashlib.sha256).hexdigest().encode()
+        if not hmac.compare_digest(tag, want):
+            raise Forged(f"record {self.count} was not written by the grader's code")
+        return body
 
 
 class _NoRecords:

@@ -11,10 +11,11 @@ from __future__ import annotations
 import math
 import operator
 import sys
+import types
 from collections.abc import Callable
 from typing import Any
 
-from . import wire
+from .. import wire
 
 Observation = Any  # float | bool | str | list[str] | {"nonfinite": ...} | {"bad": ...}
 Emit = Callable[[str, dict[str, Observation]], None]
@@ -35,13 +36,22 @@ SYMBOLS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "pow": "**"}  # binar
 
 
 class ProgramError(Exception):
-    """The engine raised (or misbehaved) while a program ran; ``stage`` says where."""
+    """The engine raised (or misbehaved) while a program ran; ``stage`` says where.
 
-    def __init__(self, stage: str, error: BaseException, observations: dict[str, Observation]):
-        super().__init__(stage)
-        self.stage = stage
-        self.error = error
-        self.observations = observations
+    Its fields are its arguments. The probe child never uses it (``observe``): student code
+    can rebind a class's attributes."""
+
+    @property
+    def stage(self) -> str:
+        return str(self.args[0])
+
+    @property
+    def error(self) -> BaseException:
+        return self.args[1]  # type: ignore[no-any-return]
+
+    @property
+    def observations(self) -> dict[str, Observation]:
+        return self.args[2]  # type: ignore[no-any-return]
 
 
 def same_value(want: Observation, got: Observation) -> bool:
@@ -171,11 +181,24 @@ def _apply(op: str, args: list[Any]) -> Any:
 
 
 def run_program(make: Make, program: dict[str, Any], emit: Emit) -> dict[str, Observation]:
-    """Build the program's graph, run its backward steps and observe every named node.
+    """Build the program's graph, run its backward steps and observe every named node; raises
+    ProgramError when the engine fails.
 
     ``emit("forward", obs)`` is called before the first backward() so forward values survive
     a backward() that never returns.
     """
+    obs, failure = observe(make, program, emit)
+    if failure is not None:
+        raise ProgramError(failure[0], failure[1], obs) from failure[1]
+    return obs
+
+
+Failure = tuple[str, Exception]  # (stage, the engine's exception)
+
+
+def observe(make: Make, program: dict[str, Any], emit: Emit) -> tuple[dict[str, Observation], Failure | None]:
+    """``run_program`` without an exception class of its own: the probe child's form, since student
+    code can rebind any class's attributes, but not a tuple's contents."""
     nodes: dict[str, Any] = {}
     obs: dict[str, Observation] = {}
     record = set(program.get("record", ()))
@@ -221,8 +244,8 @@ def run_program(make: Make, program: dict[str, Any], emit: Emit) -> dict[str, Ob
         if "schedule" in record:
             obs["schedule"] = schedule[: MAX_PARENTS * 4]
     except Exception as error:  # student code may raise anything; SystemExit is left to the caller
-        raise ProgramError(stage, error, obs) from error
-    return obs
+        return obs, (stage, error)
+    return obs, None
 
 
 def _graph(nodes: dict[str, Any]) -> dict[str, Observation]:
@@ -244,11 +267,17 @@ def _wrap_backwards(nodes: dict[str, Any], schedule: list[str]) -> None:
         if not callable(original):
             continue
 
-        def traced(_name: str = name, _original: Callable[[], Any] = original) -> Any:
-            schedule.append(_name)
-            return _original()
+        node._backward = _traced(name, original, schedule.append)
 
-        node._backward = traced
+
+def _traced(name: str, original: Callable[[], Any], note: Callable[[str], None]) -> Callable[[], Any]:
+    """A wrapper handed to student objects: its namespace is empty, so it leads nowhere."""
+
+    def traced() -> Any:
+        note(name)
+        return original()
+
+    return types.FunctionType(traced.__code__, {}, "traced", None, traced.__closure__)
 
 
 # --- the API probe: does each operation exist and build a linked graph node? ---------------

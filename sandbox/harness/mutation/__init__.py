@@ -1,0 +1,1 @@
+"""Bug injection: mutants and equivalent copies of the engine, and the probe that runs them."""

@@ -1,0 +1,1 @@
+"""Shrinking: the smallest program on which the engine still disagrees."""

@@ -1,0 +1,94 @@
+"""The clock is never evidence against a student: files whose honest checks take time get the
+same points on a machine whose every core is busy as on an idle one.
+
+Two files of ``tests/cases``: checks that train a small MLP (about 3 s per run of the checks,
+and bug injection runs them once per injected bug) and a 0.7 s demo at the top of the file
+(paid again by every probe's import). Each is graded three times, two gradings at a time,
+while a container of busy processes (two per core) competes with the sandboxes for every core;
+every grading must give the points the case's expected.yaml records for an idle machine, check
+by check the same each time.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, cast
+
+import docker
+import pytest
+import yaml
+from docker.models.containers import Container
+
+from grader.image import ensure_image
+from grader.pipeline import grade_submission
+from grader.results import SubmissionResult
+from grader.rubric import load_rubric
+from grader.runners.docker import DockerRunner
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
+
+CASES = Path(__file__).resolve().parents[1] / "cases"
+NAMES = ("checks_train_mlp", "demo_at_import")
+ROUNDS = 3
+CORES = os.cpu_count() or 2
+SPIN = "while True: pass"
+SATURATOR = "autograd-grader-test-saturator"
+
+
+def _used_seconds(container: Container) -> float:
+    """CPU seconds the container's processes have used, as Docker's cgroup counts them."""
+    stats = cast(dict[str, Any], container.stats(stream=False))
+    return float(stats["cpu_stats"]["cpu_usage"]["total_usage"]) / 1e9
+
+
+@pytest.fixture
+def busy_machine() -> Iterator[Container]:
+    """Every core held busy for as long as the test runs, by processes that compete with the
+    sandboxes on equal terms (a container of their own)."""
+    client = docker.from_env()
+    container = client.containers.run(
+        ensure_image(),
+        ["sh", "-c", " & ".join([f"python3 -c '{SPIN}'"] * (2 * CORES)) + " & wait"],
+        name=f"{SATURATOR}-{os.getpid()}",
+        detach=True,
+        network_mode="none",
+        remove=True,
+    )
+    try:
+        time.sleep(1.0)
+        yield container
+    finally:
+        container.kill()
+
+
+def test_honest_slow_checks_score_the_same_while_every_core_is_busy(busy_machine: Container) -> None:
+    rubric = load_rubric()
+    runner = DockerRunner()
+    expected = {name: yaml.safe_load((CASES / name / "expected.yaml").read_text()) for name in NAMES}
+
+    def grade(name: str) -> SubmissionResult:
+        return grade_submission(CASES / name / "autograd_lab.py", student=name, rubric=rubric, runner=runner)
+
+    started = time.monotonic()
+    before = _used_seconds(busy_machine)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        results = list(pool.map(grade, [name for _ in range(ROUNDS) for name in NAMES]))
+    took = time.monotonic() - started
+    spun = _used_seconds(busy_machine) - before
+    # The premise: the busy processes kept running throughout (at least a quarter of a core), while
+    # the sandboxes wanted every core too (two gradings at a time, one core each).
+    assert spun >= 0.25 * took, (spun, took)
+
+    for name in NAMES:
+        gradings = [r for r in results if r.student == name]
+        assert len(gradings) == ROUNDS
+        for result in gradings:
+            assert result.status.value == expected[name]["status"], result.status_detail
+            got = {s.tag: s.points for s in result.sections}
+            assert got == pytest.approx(expected[name]["sections"], abs=0.011), (name, got)
+        checks = [[(c.check_id, c.points, c.outcome) for c in r.checks] for r in gradings]
+        assert all(c == checks[0] for c in checks[1:]), name

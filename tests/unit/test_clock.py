@@ -1,0 +1,112 @@
+"""The charged clock: CPU time, or time spent waiting on anything but a core; never the time a
+busy machine gives to other work."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from sandbox.harness.execution.clock import Budget, RunClock, process_cpu, run_delay, sandbox_cpu
+
+SPIN = "while True: pass"
+WORK = "import sys\nx = 0\nfor i in range(int(sys.argv[1])): x += i * i\n"
+
+
+def _watch(process: subprocess.Popen[bytes], clock: RunClock) -> float:
+    """Read the clock until the process ends (as the harness does while a child runs)."""
+    while process.poll() is None:
+        clock.used()
+        time.sleep(0.01)
+    return clock.spent()
+
+
+@pytest.fixture
+def one_core() -> Iterator[int]:
+    """Pin this test's processes to one core, so that competing spinners really compete."""
+    if not hasattr(os, "sched_setaffinity"):
+        pytest.skip("needs sched_setaffinity")
+    before = os.sched_getaffinity(0)
+    core = min(before)
+    os.sched_setaffinity(0, {core})
+    try:
+        yield core
+    finally:
+        os.sched_setaffinity(0, before)
+
+
+def test_a_sleeping_child_is_charged_its_sleep() -> None:
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(0.6)"])
+    clock = RunClock(child.pid, None)
+    charged = _watch(child, clock)
+    assert charged >= 0.45, charged  # waiting on a timer is the child's own doing
+
+
+def test_a_child_starved_of_its_core_is_charged_its_cpu_not_the_wait(one_core: int) -> None:
+    # Four spinners share the one core with the child: it gets about a fifth of the wall time.
+    spinners = [subprocess.Popen([sys.executable, "-c", SPIN]) for _ in range(4)]
+    try:
+        started = time.monotonic()
+        child = subprocess.Popen([sys.executable, "-c", WORK, "3000000"])
+        clock = RunClock(child.pid, None)
+        cpu = 0.0
+        while child.poll() is None:
+            clock.used()
+            try:
+                cpu = process_cpu(child.pid)
+            except OSError:
+                break
+            time.sleep(0.01)
+        charged = clock.spent()
+        wall = time.monotonic() - started
+    finally:
+        for spinner in spinners:
+            spinner.kill()
+            spinner.wait()
+    assert wall > 2 * charged, (wall, charged)  # the wait for the core was not charged
+    assert charged == pytest.approx(cpu, abs=0.1), (charged, cpu)  # the work was
+
+
+def test_restart_counts_from_then_and_spent_keeps_everything() -> None:
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(0.3); time.sleep(0.3)"])
+    clock = RunClock(child.pid, None)
+    time.sleep(0.3)
+    first = clock.used()
+    clock.restart()
+    assert clock.used() < first
+    charged = _watch(child, clock)
+    assert charged >= 0.5 and charged >= first
+
+
+def test_a_child_that_has_gone_keeps_its_last_reading() -> None:
+    child = subprocess.Popen([sys.executable, "-c", WORK, "300000"])
+    clock = RunClock(child.pid, None)
+    charged = _watch(child, clock)
+    time.sleep(0.2)
+    assert clock.used() == pytest.approx(charged) and clock.spent() == pytest.approx(charged)
+
+
+def test_run_delay_and_cpu_read_this_process() -> None:
+    assert run_delay(os.getpid()) >= 0.0
+    assert process_cpu(os.getpid()) > 0.0
+
+
+def test_the_sandbox_clock_is_only_a_cgroup_of_this_process_own() -> None:
+    source = sandbox_cpu()
+    if source is not None:  # in a container of its own: it counts, and only grows
+        first = source()
+        sum(i * i for i in range(200000))
+        assert source() >= first
+
+
+def test_the_budget_adds_every_charge_and_its_own_cpu() -> None:
+    budget = Budget(10.0, wall_seconds=60.0)
+    budget.charge(3.0)
+    budget.charge(2.5)
+    assert 5.5 <= budget.used() < 6.0 and budget.left() == pytest.approx(10.0 - budget.used())
+    assert not budget.machine_late()
+    assert Budget(10.0, wall_seconds=0.0).machine_late()
