@@ -25,6 +25,8 @@ from collections.abc import Callable, Iterator, Sequence
 from .. import syntax
 from ..probes import loader
 from . import mutate, splice
+from .operators import edits as op_edits
+from .operators import targets as op_targets
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _SCOPES = (*_FUNCTIONS, ast.Lambda, ast.ClassDef, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
@@ -319,7 +321,7 @@ def _grad_starts_as_number(cls: ast.ClassDef) -> bool:
     for node in ast.walk(init) if init else ():
         if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            if any(mutate._is_grad(t) for t in targets) and mutate._number(node.value) is not None:
+            if any(op_targets._is_grad(t) for t in targets) and op_edits._number(node.value) is not None:
                 return True
     return False
 
@@ -336,13 +338,13 @@ def grad_write_form(file: _File, rng: random.Random) -> tuple[str, str] | None:
     if not (_plain_attributes(file.cls) and _grad_starts_as_number(file.cls)):
         return None
     sites = []
-    for found in mutate.grad_writes(file.cls):
-        increment = mutate.increment(found)
-        if mutate.target_owner(found) is None or any(
+    for found in op_targets.grad_writes(file.cls):
+        increment = op_targets.increment(found)
+        if op_targets.target_owner(found) is None or any(
             isinstance(n, (ast.NamedExpr, ast.Yield, ast.YieldFrom, ast.Await)) for n in ast.walk(increment)
         ):
             continue
-        if isinstance(found, ast.AugAssign) or mutate._grad_on_left(found):  # type: ignore[arg-type]
+        if isinstance(found, ast.AugAssign) or op_targets._grad_on_left(found):  # type: ignore[arg-type]
             sites.append(found)
     if not sites:
         return None
@@ -351,7 +353,7 @@ def grad_write_form(file: _File, rng: random.Random) -> tuple[str, str] | None:
     write = twin(site)
     swapped: ast.stmt
     if isinstance(write, ast.AugAssign):
-        value = ast.BinOp(left=mutate._as_load(write.target), op=ast.Add(), right=write.value)
+        value = ast.BinOp(left=op_targets._as_load(write.target), op=ast.Add(), right=write.value)
         swapped = ast.copy_location(ast.Assign(targets=[write.target], value=value), write)
         how = "grad write `x.grad += ...` spelled `x.grad = x.grad + ...`"
     else:
