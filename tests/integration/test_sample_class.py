@@ -124,7 +124,9 @@ def test_endless_loop_times_out_with_partial_results(graded: dict[str, Submissio
     henry = graded["henry_adams"]
     assert henry.status is Status.TIMEOUT
     assert henry.section("api").points == 10  # results that finished before the loop are kept
-    assert henry.execution_time < 75
+    # The loop is stopped by charged time in the sandbox; how long that took in wall time depends
+    # on the machine's load and is never asserted.
+    assert "time limit" in henry.status_detail
 
 
 def test_misnamed_class_loses_only_api_points(graded: dict[str, SubmissionResult]) -> None:
