@@ -147,7 +147,13 @@ SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", False)
 # client sent), so is_secure() is right, redirects do not loop and LTI's cookies are secure.
 if SITE_ROOT.startswith("https://") and env_bool("BEHIND_TLS_PROXY", True):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
-SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0)
+# Served over https, browsers are told to keep to it (a year, the usual figure); 0 turns it off.
+SECURE_HSTS_SECONDS = env_int(
+    "SECURE_HSTS_SECONDS", 365 * 24 * 3600 if SITE_ROOT.startswith("https://") and not DEBUG else 0, minimum=0
+)
+# A sign-in lasts a working day, not Django's two weeks: lab machines are shared. LTI launches
+# sign in again at each launch, so the LMS's own session decides for them.
+SESSION_COOKIE_AGE = env_int("SESSION_HOURS", 12, minimum=1) * 3600
 CONTENT_SECURITY_POLICY = {
     "DIRECTIVES": {
         "default-src": ["'self'"],
@@ -176,3 +182,11 @@ LOGGING = {
 # real class would fail, and spent nonces would be forgotten. Expired rows still go first.
 # (Folded into the CACHES definition above, the type: ignore goes: CACHES is inferred str-valued.)
 CACHES["default"]["OPTIONS"] = {"MAX_ENTRIES": env_int("CACHE_MAX_ENTRIES", 200_000, minimum=10_000)}  # type: ignore[assignment]
+# Anonymous logins (service/lti/login_limits.py): a rate per client address, minutes of state
+# each, and a bound on live entries far below the cull (expired ones are purged every minute),
+# so that Django never culls a launch in progress to make room.
+LTI_LOGINS_PER_MINUTE = env_int("LTI_LOGINS_PER_MINUTE", 30, minimum=1)
+LTI_LOGIN_STATE_SECONDS = env_int("LTI_LOGIN_STATE_SECONDS", 600, minimum=60)
+LTI_STATE_MAX = env_int("LTI_STATE_MAX", 20_000, minimum=100)
+if LTI_STATE_MAX * 4 > CACHES["default"]["OPTIONS"]["MAX_ENTRIES"]:  # type: ignore[index]
+    raise ImproperlyConfigured("LTI_STATE_MAX must be at most a quarter of CACHE_MAX_ENTRIES")

@@ -36,6 +36,7 @@ from pylti1p3.exception import LtiException, OIDCException
 
 from ..courses.access import assignment_for
 from ..courses.models import Course, Enrolment, Role
+from . import login_limits
 from .claims import (
     ClaimProblem,
     Claims,
@@ -77,11 +78,25 @@ class LoginView(lti_views.OIDCLoginInitView):  # type: ignore[misc]  # django-lt
     def get_oidc_response(self, request: HttpRequest, registration_uuid: object, params: QueryDict) -> HttpResponse:
         if not params.get("target_link_uri"):
             return refused(request, 400, "Not an LTI login", "The login request has no target_link_uri.")
+        wait = login_limits.seconds_until_allowed(request)
+        if wait:
+            response = refused(
+                request, 429, "Too many logins", f"Too many LTI logins from your network: try again in {wait} s."
+            )
+            response["Retry-After"] = str(wait)
+            return response
+        if login_limits.store_full():
+            response = refused(
+                request, 503, "Too many launches at once", "Too many launches are in progress: try again in a minute."
+            )
+            response["Retry-After"] = "60"
+            return response
         # pylti1p3's Django classes have no annotations (the package is otherwise typed).
         storage = DjangoCacheDataStorage()  # type: ignore[no-untyped-call]
-        oidc_login = DjangoOIDCLogin(  # type: ignore[no-untyped-call]
-            request, DjangoToolConfig(registration_uuid), launch_data_storage=storage
-        )
+        oidc_login = DjangoOIDCLogin(request, DjangoToolConfig(registration_uuid))  # type: ignore[no-untyped-call]
+        oidc_login.set_launch_data_storage(storage)
+        # The nonce this login stores must outlive the trip to the LMS and back, not a day.
+        oidc_login.set_launch_data_lifetime(settings.LTI_LOGIN_STATE_SECONDS)
         try:
             response: HttpResponse = oidc_login.redirect(launch_url())
         except (OIDCException, LtiException) as error:
