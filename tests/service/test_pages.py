@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import hashlib
+import os
+import subprocess
+import sys
 from datetime import timedelta
 from pathlib import Path
 
@@ -148,3 +151,22 @@ def test_an_instructor_imports_a_roster_and_nobody_else_can(cast: Cast) -> None:
         again = SimpleUploadedFile("roster.csv", b"username,email,name\nmallory,m@example.edu,M\n")
         assert cast.client(user).post("/a/a8/class/roster/", {"roster": again}).status_code == 404
     assert not User.objects.filter(username="mallory").exists()
+
+
+def _settings_with(**env: str) -> tuple[int, int]:
+    """HSTS seconds and session age as the service computes them from this environment."""
+    clean = {k: v for k, v in os.environ.items() if k not in ("DEBUG", "SECURE_HSTS_SECONDS", "SESSION_HOURS")}
+    clean.update(SECRET_KEY="s" * 50, DATABASE_URL="postgresql://unused@127.0.0.1:1/x", **env)
+    code = "from service import settings as s; print(s.SECURE_HSTS_SECONDS, s.SESSION_COOKIE_AGE)"
+    done = subprocess.run([sys.executable, "-c", code], env=clean, capture_output=True, text=True, check=True)
+    hsts, age = done.stdout.split()
+    return int(hsts), int(age)
+
+
+def test_https_turns_hsts_on_by_default_and_a_sign_in_lasts_a_working_day() -> None:
+    assert _settings_with(SITE_ROOT="https://grader.example.edu") == (365 * 24 * 3600, 12 * 3600)
+    assert _settings_with(SITE_ROOT="http://127.0.0.1:8000") == (0, 12 * 3600)
+    assert _settings_with(SITE_ROOT="https://grader.example.edu", SECURE_HSTS_SECONDS="0", SESSION_HOURS="2") == (
+        0,
+        2 * 3600,
+    )
