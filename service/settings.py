@@ -120,6 +120,7 @@ AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]  # either one locks
 AXES_FAILURE_LIMIT = LOGIN_FAILURES_PER_ACCOUNT  # the handler scales the address's count to it
 AXES_COOLOFF_TIME = "service.accounts.throttle.cool_off"
 AXES_CLIENT_IP_CALLABLE = "service.accounts.throttle.axes_address"
+AXES_USERNAME_CALLABLE = "service.accounts.throttle.axes_username"
 AXES_LOCKOUT_CALLABLE = "service.accounts.lockout.lockout_response"
 AXES_RESET_ON_SUCCESS = True  # only the account's failures from that address (the handler)
 # A refused attempt while locked is not counted: the time the lockout page gives holds.

@@ -34,6 +34,15 @@ def axes_address(request: HttpRequest) -> str | None:
     return client_address(request) or None
 
 
+def axes_username(request: HttpRequest, credentials: dict[str, Any] | None = None) -> str | None:
+    """AXES_USERNAME_CALLABLE: the name tried, as axes's 255-character column can hold it.
+    Django's sign-in form does not enforce its own length limit, and a longer name must be
+    a failure counted like any other, not a database error."""
+    source: Any = credentials if credentials else getattr(request, "POST", {})
+    name = source.get("username")
+    return name.replace("\x00", "")[:255] if isinstance(name, str) else None
+
+
 def _recent(now: datetime) -> QuerySet[Any]:
     # axes keeps a row per (username, address, user agent), its time the row's latest failure,
     # and counts a row while that time is within the cool-off.
