@@ -57,6 +57,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "procrastinate.contrib.django",
+    "axes",
     "lti_tool",
     "service.accounts",
     "service.courses",
@@ -78,6 +79,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "lti_tool.middleware.LtiLaunchMiddleware",
+    "axes.middleware.AxesMiddleware",  # turns a locked-out sign-in into the lockout page
     "service.api.errors.ApiErrorMiddleware",  # innermost: sees every API error, Django's 404 and 405 too
 ]
 
@@ -103,6 +105,27 @@ CACHES = {"default": {"BACKEND": "django.core.cache.backends.db.DatabaseCache", 
 
 AUTH_PASSWORD_VALIDATORS = [{"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"}]
 LOGIN_URL = "/accounts/login/"
+# Password sign-in throttling (django-axes, service/accounts/throttle.py): an account locks after
+# LOGIN_FAILURES_PER_ACCOUNT failures, an address (a lab room behind a NAT shares one) after
+# LOGIN_FAILURES_PER_ADDRESS, each for LOGIN_COOLOFF_SECONDS after its latest counted failure.
+LOGIN_FAILURES_PER_ACCOUNT = env_int("LOGIN_FAILURES_PER_ACCOUNT", 10, minimum=1)
+LOGIN_FAILURES_PER_ADDRESS = env_int("LOGIN_FAILURES_PER_ADDRESS", 30, minimum=1)
+LOGIN_COOLOFF_SECONDS = env_int("LOGIN_COOLOFF_SECONDS", 900, minimum=1)
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",  # refuses a locked-out sign-in before any password check
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_HANDLER = "service.accounts.throttle.SignInThrottle"
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]  # either one locks
+AXES_FAILURE_LIMIT = LOGIN_FAILURES_PER_ACCOUNT  # the handler scales the address's count to it
+AXES_COOLOFF_TIME = "service.accounts.throttle.cool_off"
+AXES_CLIENT_IP_CALLABLE = "service.accounts.throttle.axes_address"
+AXES_USERNAME_CALLABLE = "service.accounts.throttle.axes_username"
+AXES_LOCKOUT_CALLABLE = "service.accounts.lockout.lockout_response"
+AXES_RESET_ON_SUCCESS = True  # only the account's failures from that address (the handler)
+# A refused attempt while locked is not counted: the time the lockout page gives holds.
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
+AXES_DISABLE_ACCESS_LOG = True  # no row per successful sign-in
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/accounts/login/"
 
@@ -145,8 +168,13 @@ SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", False)
 # Behind the TLS proxy of the deployment guide the web process hears plain HTTP; the proxy's
 # X-Forwarded-Proto says what the browser used (the proxy must set it, overwriting any a
 # client sent), so is_secure() is right, redirects do not loop and LTI's cookies are secure.
-if SITE_ROOT.startswith("https://") and env_bool("BEHIND_TLS_PROXY", True):
+BEHIND_TLS_PROXY = SITE_ROOT.startswith("https://") and env_bool("BEHIND_TLS_PROXY", True)
+if BEHIND_TLS_PROXY:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+# Proxies in front of the web process, each appending the address it heard from to
+# X-Forwarded-For: the client's address is that many entries from the right
+# (service/accounts/client.py). 0: REMOTE_ADDR is the client.
+TRUSTED_PROXY_COUNT = env_int("TRUSTED_PROXY_COUNT", 1 if BEHIND_TLS_PROXY else 0)
 # Served over https, browsers are told to keep to it (a year, the usual figure); 0 turns it off.
 SECURE_HSTS_SECONDS = env_int(
     "SECURE_HSTS_SECONDS", 365 * 24 * 3600 if SITE_ROOT.startswith("https://") and not DEBUG else 0, minimum=0
@@ -172,7 +200,8 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env_text("LOG_LEVEL", "INFO")},
-    "loggers": {"procrastinate": {"level": "WARNING"}},
+    # axes: a warning per failed sign-in and lockout; its INFO lines repeat on every request.
+    "loggers": {"procrastinate": {"level": "WARNING"}, "axes": {"level": "WARNING"}},
 }
 
 # --- LTI 1.3 (service/lti) ---------------------------------------------------------------------

@@ -25,6 +25,7 @@ from grader.results import SubmissionResult
 from grader.results_io import result_from_json
 
 from ..accounts.identity import signed_in
+from ..accounts.throttle import locked_usernames, unlock
 from ..lti.claims import LTI_PREFIX
 from ..submissions.intake import enqueue
 from ..submissions.models import PENDING, SCORED, AuditEntry, Kind, Regrade, ScoreOverride, State, Submission
@@ -90,6 +91,7 @@ def class_view(request: HttpRequest, slug: str) -> HttpResponse:
         "hidden_choices": HiddenDetails.choices,
         "similarity": headline(assignment, {row.user.pk: row.counted for row in rows}),
         "has_base_code": bool(assignment.base_code.strip()),
+        "locked": locked_usernames(row.user.username for row in rows),
     }
     return render(request, "courses/class.html", context)
 
@@ -167,6 +169,23 @@ def roster(request: HttpRequest, slug: str) -> HttpResponse:
         actor=signed_in(request),
         action="roster",
         detail=f"{outcome.created} created, {outcome.enrolled} enrolled, {outcome.already} already enrolled",
+    )
+    return redirect("class-view", slug=assignment.slug)
+
+
+@login_required
+@require_POST
+def unlock_sign_in(request: HttpRequest, slug: str) -> HttpResponse:
+    """Forget a student's failed sign-ins, so a locked account can sign in again: staff of a
+    course the student is enrolled in only (anyone else, any other name: 404)."""
+    assignment = _staff_assignment(request, slug)
+    username = request.POST.get("username", "")
+    enrolled = Enrolment.objects.filter(course=assignment.course, role=Role.STUDENT, user__username=username)
+    if not username or not enrolled.exists():
+        raise Http404
+    removed = unlock(username)
+    AuditEntry.objects.create(
+        actor=signed_in(request), action="unlock", detail=f"{username}: sign-in unlocked ({removed} records removed)"
     )
     return redirect("class-view", slug=assignment.slug)
 

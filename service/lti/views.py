@@ -183,7 +183,8 @@ class LaunchView(lti_views.LtiLaunchBaseView):  # type: ignore[misc]  # django-l
             )
         except AccountRefused as problem:
             return refused(request, 403, "Sign in with your password", str(problem))
-        login(request, user)
+        # Of the two sign-in backends (settings.py), the one that loads users.
+        login(request, user, backend="django.contrib.auth.backends.ModelBackend")
         return redirect(_landing(user, course, claims))
 
     def handle_inactive_deployment(self, request: HttpRequest, lti_launch: Any) -> HttpResponse:
