@@ -210,12 +210,13 @@ LOGGING = {
 # culls a third of its rows once it holds MAX_ENTRIES (300 by default): launches in flight in any
 # real class would fail, and spent nonces would be forgotten. Expired rows still go first.
 # (Folded into the CACHES definition above, the type: ignore goes: CACHES is inferred str-valued.)
-CACHES["default"]["OPTIONS"] = {"MAX_ENTRIES": env_int("CACHE_MAX_ENTRIES", 200_000, minimum=10_000)}  # type: ignore[assignment]
+CACHE_MAX_ENTRIES = env_int("CACHE_MAX_ENTRIES", 200_000, minimum=10_000)
+CACHES["default"]["OPTIONS"] = {"MAX_ENTRIES": CACHE_MAX_ENTRIES}  # type: ignore[assignment]
 # Anonymous logins (service/lti/login_limits.py): a rate per client address, minutes of state
 # each, and a bound on live entries far below the cull (expired ones are purged every minute),
 # so that Django never culls a launch in progress to make room.
 LTI_LOGINS_PER_MINUTE = env_int("LTI_LOGINS_PER_MINUTE", 30, minimum=1)
 LTI_LOGIN_STATE_SECONDS = env_int("LTI_LOGIN_STATE_SECONDS", 600, minimum=60)
 LTI_STATE_MAX = env_int("LTI_STATE_MAX", 20_000, minimum=100)
-if LTI_STATE_MAX * 4 > CACHES["default"]["OPTIONS"]["MAX_ENTRIES"]:  # type: ignore[index]
+if LTI_STATE_MAX * 4 > CACHE_MAX_ENTRIES:
     raise ImproperlyConfigured("LTI_STATE_MAX must be at most a quarter of CACHE_MAX_ENTRIES")

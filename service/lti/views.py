@@ -80,17 +80,17 @@ class LoginView(lti_views.OIDCLoginInitView):  # type: ignore[misc]  # django-lt
             return refused(request, 400, "Not an LTI login", "The login request has no target_link_uri.")
         wait = login_limits.seconds_until_allowed(request)
         if wait:
-            response = refused(
+            slow_down = refused(
                 request, 429, "Too many logins", f"Too many LTI logins from your network: try again in {wait} s."
             )
-            response["Retry-After"] = str(wait)
-            return response
+            slow_down["Retry-After"] = str(wait)
+            return slow_down
         if login_limits.store_full():
-            response = refused(
+            full = refused(
                 request, 503, "Too many launches at once", "Too many launches are in progress: try again in a minute."
             )
-            response["Retry-After"] = "60"
-            return response
+            full["Retry-After"] = "60"
+            return full
         # pylti1p3's Django classes have no annotations (the package is otherwise typed).
         storage = DjangoCacheDataStorage()  # type: ignore[no-untyped-call]
         oidc_login = DjangoOIDCLogin(request, DjangoToolConfig(registration_uuid))  # type: ignore[no-untyped-call]
