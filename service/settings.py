@@ -69,6 +69,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "service.body_limit.BodyLimitMiddleware",  # first: before the CSRF check reads the body
+    "service.request_shape.RequestShapeMiddleware",  # no NUL or broken UTF-8 reaches a view or a query
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "csp.middleware.CSPMiddleware",

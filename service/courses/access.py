@@ -3,11 +3,16 @@ the same (404), so ids cannot be probed."""
 
 from __future__ import annotations
 
+import re
+
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.http import Http404
 
 from ..submissions.models import Submission
-from .models import STAFF_ROLES, Assignment, Enrolment, Role
+from .models import SLUG_PATTERN, STAFF_ROLES, Assignment, Enrolment, Role
+
+BIGINT_MAX = 2**63 - 1  # PostgreSQL's bigint: every primary key of the service
+_SLUG = re.compile(SLUG_PATTERN)
 
 
 def role_in(user: AbstractBaseUser | AnonymousUser, course_id: int) -> Role | None:
@@ -18,7 +23,8 @@ def role_in(user: AbstractBaseUser | AnonymousUser, course_id: int) -> Role | No
 
 
 def assignment_for(user: AbstractBaseUser | AnonymousUser, slug: str) -> tuple[Assignment, Role]:
-    if len(slug) > 40:
+    # Slugs also come from LMS claims, not only from URLs: a shape no slug has is no query.
+    if not _SLUG.fullmatch(slug):
         raise Http404
     assignment = Assignment.objects.select_related("course").filter(slug=slug).first()
     role = role_in(user, assignment.course_id) if assignment else None
@@ -29,6 +35,8 @@ def assignment_for(user: AbstractBaseUser | AnonymousUser, slug: str) -> tuple[A
 
 def submission_for(user: AbstractBaseUser | AnonymousUser, submission_id: int) -> tuple[Submission, Role]:
     """A student reaches only their own submissions; staff reach their course's."""
+    if not 0 < submission_id <= BIGINT_MAX:
+        raise Http404
     submission = Submission.objects.select_related("assignment__course", "user").filter(pk=submission_id).first()
     if submission is None:
         raise Http404

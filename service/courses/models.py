@@ -17,7 +17,8 @@ from grader.rubric import Rubric, load_rubric
 from .keys import KeyField
 
 RUBRICS = settings.REPO / "rubrics"
-slug_shape = RegexValidator(r"^[a-z0-9][a-z0-9_-]{0,39}$", "lowercase letters, digits, - and _ (at most 40)")
+SLUG_PATTERN = "[a-z0-9][a-z0-9_-]{0,39}"  # also the URLs' shape (service.converters)
+slug_shape = RegexValidator(f"^{SLUG_PATTERN}$", "lowercase letters, digits, - and _ (at most 40)")
 
 
 class Role(models.TextChoices):

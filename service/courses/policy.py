@@ -16,9 +16,11 @@ from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
 
 from ..accounts.identity import signed_in
+from ..numbers import StrictFloatField, StrictIntegerField
 from ..submissions.models import AuditEntry, Kind, Submission
 from .access import assignment_for
 from .models import STAFF_ROLES, Assignment, Extension, Role
+from .refusals import form_errors
 
 LOCAL_TIME = "%Y-%m-%dT%H:%M"  # what <input type="datetime-local"> sends
 EARLIEST, LATEST = datetime(2000, 1, 1, tzinfo=UTC), datetime(2100, 1, 1, tzinfo=UTC)
@@ -40,8 +42,8 @@ class Moment(forms.DateTimeField):
 class PolicyForm(forms.ModelForm):  # type: ignore[type-arg]  # not subscriptable at run time
     due_at = Moment()
     hard_close_at = Moment(required=False)
-    late_penalty_per_day = forms.FloatField(min_value=0.0, max_value=100.0)
-    grace_minutes = forms.IntegerField(min_value=0, max_value=7 * 24 * 60)
+    late_penalty_per_day = StrictFloatField(min_value=0.0, max_value=100.0)
+    grace_minutes = StrictIntegerField(min_value=0, max_value=7 * 24 * 60)
 
     class Meta:
         model = Assignment
@@ -75,14 +77,6 @@ def reprice(assignment: Assignment, user_id: int | None = None) -> int:
     return changed
 
 
-def _errors(form: forms.BaseForm) -> HttpResponse:
-    lines = []
-    for field, errors in form.errors.items():
-        said = " ".join(str(error) for error in errors)
-        lines.append(said if field == "__all__" else f"{field}: {said}")
-    return HttpResponse("Nothing was changed.\n" + "\n".join(lines), status=400, content_type="text/plain")
-
-
 @login_required
 @require_POST
 def policy(request: HttpRequest, slug: str) -> HttpResponse:
@@ -93,7 +87,7 @@ def policy(request: HttpRequest, slug: str) -> HttpResponse:
         raise Http404
     form = PolicyForm(request.POST, instance=assignment)
     if not form.is_valid():
-        return _errors(form)
+        return form_errors(form)
     with transaction.atomic():
         saved = form.save()
         repriced = reprice(saved)
@@ -113,7 +107,7 @@ def extension(request: HttpRequest, slug: str) -> HttpResponse:
         raise Http404
     form = ExtensionForm(request.POST)
     if not form.is_valid():
-        return _errors(form)
+        return form_errors(form)
     username, due = form.cleaned_data["username"], form.cleaned_data["due_at"]
     student = User.objects.filter(
         username=username,

@@ -6,11 +6,13 @@ import json
 from dataclasses import dataclass, replace
 from urllib.parse import unquote
 
+from django import forms
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
+from django.core.validators import MaxValueValidator
 from django.db import transaction
 from django.db.models import Q
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
@@ -27,6 +29,7 @@ from grader.results_io import result_from_json
 from ..accounts.identity import signed_in
 from ..accounts.throttle import locked_usernames, unlock
 from ..lti.claims import LTI_PREFIX
+from ..numbers import StrictFloatField
 from ..submissions.intake import enqueue
 from ..submissions.models import PENDING, SCORED, AuditEntry, Kind, Regrade, ScoreOverride, State, Submission
 from ..submissions.queue import Lane
@@ -34,10 +37,23 @@ from ..submissions.standing import counted_submission
 from ..submissions.views import feedback_policy
 from .access import assignment_for, submission_for
 from .models import STAFF_ROLES, Assignment, Counted, Enrolment, HiddenDetails, Role
+from .refusals import form_errors
 from .roster import RosterError, enrol_csv
 from .similarity import headline
 
 MAX_REASON = 2000
+
+
+class OverrideForm(forms.Form):
+    score = StrictFloatField(min_value=0.0)
+    reason = forms.CharField(
+        max_length=MAX_REASON,
+        error_messages={"max_length": f"A reason is at most {MAX_REASON} characters (this one has %(show_value)d)."},
+    )
+
+    def __init__(self, data: QueryDict, *, limit: float) -> None:
+        super().__init__(data)
+        self.fields["score"].validators.append(MaxValueValidator(limit))
 
 
 def _staff_assignment(request: HttpRequest, slug: str) -> Assignment:
@@ -220,14 +236,11 @@ def override(request: HttpRequest, submission_id: int) -> HttpResponse:
     submission, role = submission_for(request.user, submission_id)
     if role not in STAFF_ROLES:
         raise Http404
-    reason = request.POST.get("reason", "").strip()[:MAX_REASON]
-    try:
-        score = float(request.POST.get("score", ""))
-    except ValueError:
-        score = -1.0
     limit = submission.max_score or submission.assignment.rubric().total
-    if not reason or not 0 <= score <= limit:
-        return HttpResponse(f"An override needs a score between 0 and {limit:g} and a reason.", status=400)
+    form = OverrideForm(request.POST, limit=limit)
+    if not form.is_valid():
+        return form_errors(form, f"An override needs a score between 0 and {limit:g} and a reason.")
+    score, reason = form.cleaned_data["score"], form.cleaned_data["reason"]
     with transaction.atomic():
         old = submission.counted_score
         ScoreOverride.objects.create(submission=submission, score=score, reason=reason, by=signed_in(request))
