@@ -189,6 +189,9 @@ def roster(request: HttpRequest, slug: str) -> HttpResponse:
     return redirect("class-view", slug=assignment.slug)
 
 
+USERNAME_MAX = 150  # Django's username column
+
+
 @login_required
 @require_POST
 def unlock_sign_in(request: HttpRequest, slug: str) -> HttpResponse:
@@ -196,8 +199,10 @@ def unlock_sign_in(request: HttpRequest, slug: str) -> HttpResponse:
     course the student is enrolled in only (anyone else, any other name: 404)."""
     assignment = _staff_assignment(request, slug)
     username = request.POST.get("username", "")
+    if not username or len(username) > USERNAME_MAX or "\x00" in username:  # no such account can exist
+        raise Http404
     enrolled = Enrolment.objects.filter(course=assignment.course, role=Role.STUDENT, user__username=username)
-    if not username or not enrolled.exists():
+    if not enrolled.exists():
         raise Http404
     removed = unlock(username)
     AuditEntry.objects.create(

@@ -270,6 +270,8 @@ def test_odd_sign_in_requests_are_answered_never_failed(throttled: Cast, setting
     ]
     for form, extra in odd:
         answer = Client().post(LOGIN, form, **extra)
-        assert answer.status_code == 200, (form, extra)
+        # A NUL in a header is refused before any view (service/request_shape.py): a 400 that says so.
+        nul_header = any("\x00" in value for value in extra.values())
+        assert answer.status_code == (400 if nul_header else 200), (form, extra)
     # The last but one had no usable address at all: counted, like every other, under none.
     assert AccessAttempt.objects.filter(ip_address=None).exists()
