@@ -9,6 +9,7 @@ from django.urls import include, path
 from .courses import policy, similarity
 from .courses import views as staff
 from .fleet.metrics import metrics
+from .lti import staff as lti_staff
 from .submissions import health
 from .submissions import views as student
 
@@ -23,6 +24,7 @@ urlpatterns = [
     path("a/<str:slug>/class/roster/", staff.roster, name="roster"),
     path("a/<str:slug>/class/regrade/", staff.regrade, name="regrade"),
     path("a/<str:slug>/class/unlock/", staff.unlock_sign_in, name="unlock-sign-in"),
+    path("a/<str:slug>/class/lms-resend/", lti_staff.resend, name="lms-resend"),
     path("a/<str:slug>/class/policy/", policy.policy, name="policy"),
     path("a/<str:slug>/class/extension/", policy.extension, name="extension"),
     path("a/<str:slug>/class/similarity/", similarity.similarity, name="similarity"),
