@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 
 import requests
 from django.conf import settings
-from lti_tool.models import LtiRegistration
+from lti_tool.models import Key, LtiRegistration
 from lti_tool.utils import DjangoToolConfig
 from pylti1p3.assignments_grades import AssignmentsGradesService, TAssignmentsGradersData
 from pylti1p3.exception import LtiException, LtiServiceException
@@ -117,12 +117,15 @@ class BoundedSession(requests.Session):
         deadline = time.monotonic() + limit
         try:
             response = super().request(method, url, *args, **kwargs)
-        except (requests.Timeout, requests.ConnectionError) as error:
+        except requests.RequestException as error:  # timeouts, refused connections, broken answers
             raise PlatformUnavailable(f"the LMS did not answer: {type(error).__name__}") from None
         try:
             response._content = self._read(response, deadline)  # what .json() and .text read
         finally:
             response.close()
+        if response.is_redirect or 300 <= response.status_code < 400:
+            # pylti1p3 takes any status below 400 for success: a redirect is no score taken.
+            raise PlatformRefused(f"the LMS answered a redirect ({response.status_code}), not followed")
         sent_type = (kwargs.get("headers") or {}).get("Content-Type", "")
         if sent_type == SCORE_TYPE and response.ok:
             response._content = b""  # a taken score's answer carries nothing we use, readable or not
@@ -142,7 +145,7 @@ class BoundedSession(requests.Session):
                     raise PlatformRefused(f"the LMS answered more than {cap} bytes")
                 if time.monotonic() > deadline:
                     raise PlatformUnavailable("the LMS answered too slowly")
-        except (requests.Timeout, requests.ConnectionError) as error:
+        except requests.RequestException as error:
             raise PlatformUnavailable(f"the LMS's answer broke off: {type(error).__name__}") from None
         return bytes(body)
 
@@ -170,7 +173,10 @@ class Connector(ServiceConnector):
 
     def __init__(self, registration: LtiRegistration, session: BoundedSession) -> None:
         config = DjangoToolConfig()
-        tool_registration = config.find_registration_by_params(registration.issuer, registration.client_id)
+        try:
+            tool_registration = config.find_registration_by_params(registration.issuer, registration.client_id)
+        except Key.DoesNotExist:
+            raise PlatformRefused("the grader has no signing key yet (manage.py rotate_keys)") from None
         if tool_registration is None:
             raise PlatformRefused("the LMS's registration is not active")
         super().__init__(tool_registration, requests_session=session)
@@ -214,7 +220,8 @@ class Connector(ServiceConnector):
             "scope": " ".join(scopes),
         }
         answer = self.session.post(token_url, data=form)
-        check_status(answer, "the token endpoint")
+        # The token endpoint's 401 is a refusal of our registration, not an expired token of ours.
+        check_status(answer, "the token endpoint", retry_401=False)
         try:
             body = answer.json()
         except ValueError:
@@ -228,9 +235,9 @@ class Connector(ServiceConnector):
         return token, min(max(lifetime, 0), MAX_TOKEN_SECONDS)
 
 
-def check_status(response: requests.Response, what: str) -> None:
+def check_status(response: requests.Response, what: str, *, retry_401: bool = True) -> None:
     status = response.status_code
-    if status >= 500 or status in (401, 408, 429):
+    if status >= 500 or status in (408, 429) or (status == 401 and retry_401):
         raise PlatformUnavailable(f"{what} answered {status}", status)
     if status >= 400 or status < 200 or status >= 300:
         raise PlatformRefused(f"{what} answered {status}: {_said(response)}")

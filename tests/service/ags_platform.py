@@ -52,6 +52,7 @@ class Gradebook:
     hang_token: bool = False  # the token endpoint never answers
     huge_lineitems: bool = False  # line item listing answers 50 MB
     malformed_lineitems: bool = False  # line item listing answers bad JSON
+    redirect_scores: str = ""  # score posts are redirected there
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def taken_for(self, user_id: str) -> list[dict[str, Any]]:
@@ -192,6 +193,13 @@ def _handler(lms_box: list[Lms], kid: str) -> type[BaseHTTPRequestHandler]:
                 elif path.startswith("/lineitems/") and path.endswith("/scores"):
                     line_item_id = lms.base + path.removesuffix("/scores")
                     score = json.loads(body or b"{}")
+                    if book.redirect_scores:
+                        self.send_response(307)
+                        self.send_header("Location", book.redirect_scores)
+                        self.send_header("Content-Length", "0")
+                        self.end_headers()
+                        book.answered.append((self.command, self.path, 307))
+                        return None
                     if book.fail_scores > 0:
                         book.fail_scores -= 1
                         return self._answer(503, b"down for maintenance", "text/plain")

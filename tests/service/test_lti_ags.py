@@ -336,6 +336,14 @@ def test_a_platform_answering_a_huge_or_malformed_body_is_recorded_not_retried(
     drain()
     assert "not JSON" in ScoreTarget.objects.get().problem
     assert not lms.gradebook.scores and not LineItem.objects.exclude(url="").exists()
+    # A score post answered by a redirect is not taken for sent, and the redirect is not followed.
+    with serve_lms(lms.key, ISSUER, CLIENT_ID, {"keys": []}, KID, host="127.0.0.2") as elsewhere:
+        lms.gradebook.malformed_lineitems, lms.gradebook.redirect_scores = False, f"{elsewhere.base}/scores"
+        passback.resend(cast.assignment, target.user_id)
+        drain()
+        assert elsewhere.gradebook.answered == []
+    target = ScoreTarget.objects.get()
+    assert "redirect (307)" in target.problem and not target.in_lms
 
 
 @override_settings(LTI_SERVICE_TIMEOUT_SECONDS=1)
@@ -362,7 +370,8 @@ def test_a_real_worker_grades_an_lms_students_upload_and_sends_the_score(cast: C
     from django.core.files.uploadedfile import SimpleUploadedFile
     from test_faults import _stop, _worker
 
-    client = student_launch(lms, "s-1")
+    student_launch(lms, "s-1")
+    client = cast.client(learner("s-1"))  # the launched student, without the browser's CSRF dance
     response = client.post("/a/a8/", {"kind": "submit", "file": SimpleUploadedFile("autograd_lab.py", GOOD)})
     assert response.status_code == 302
     worker = _worker(concurrency=1, NO_PROXY="127.0.0.1")
