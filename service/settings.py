@@ -221,3 +221,7 @@ LTI_LOGIN_STATE_SECONDS = env_int("LTI_LOGIN_STATE_SECONDS", 600, minimum=60)
 LTI_STATE_MAX = env_int("LTI_STATE_MAX", 20_000, minimum=100)
 if LTI_STATE_MAX * 4 > CACHE_MAX_ENTRIES:
     raise ImproperlyConfigured("LTI_STATE_MAX must be at most a quarter of CACHE_MAX_ENTRIES")
+# Grades to the LMS (service/lti/ags.py): every call to a platform's token or AGS endpoint gives
+# up after this many seconds (connecting, waiting, reading), and reads at most this many bytes.
+LTI_SERVICE_TIMEOUT_SECONDS = env_int("LTI_SERVICE_TIMEOUT_SECONDS", 15, minimum=1)
+LTI_SERVICE_MAX_BYTES = env_int("LTI_SERVICE_MAX_BYTES", 1024 * 1024, minimum=16 * 1024)

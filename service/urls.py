@@ -10,6 +10,7 @@ from . import converters  # noqa: F401  # registers the path converters used bel
 from .courses import policy, similarity
 from .courses import views as staff
 from .fleet.metrics import metrics
+from .lti import staff as lti_staff
 from .submissions import health
 from .submissions import views as student
 
@@ -24,6 +25,7 @@ urlpatterns = [
     path("a/<assignment:slug>/class/roster/", staff.roster, name="roster"),
     path("a/<assignment:slug>/class/regrade/", staff.regrade, name="regrade"),
     path("a/<assignment:slug>/class/unlock/", staff.unlock_sign_in, name="unlock-sign-in"),
+    path("a/<assignment:slug>/class/lms-resend/", lti_staff.resend, name="lms-resend"),
     path("a/<assignment:slug>/class/policy/", policy.policy, name="policy"),
     path("a/<assignment:slug>/class/extension/", policy.extension, name="extension"),
     path("a/<assignment:slug>/class/similarity/", similarity.similarity, name="similarity"),

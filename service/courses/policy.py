@@ -16,6 +16,7 @@ from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
 
 from ..accounts.identity import signed_in
+from ..lti.passback import scores_changed
 from ..numbers import StrictFloatField, StrictIntegerField
 from ..submissions.models import AuditEntry, Kind, Submission
 from .access import assignment_for
@@ -74,6 +75,8 @@ def reprice(assignment: Assignment, user_id: int | None = None) -> int:
         if penalty != submission.late_penalty:
             Submission.objects.filter(pk=submission.pk).update(late_penalty=penalty)
             changed += 1
+    # The policy also moves the hidden results' release and may change which submission counts.
+    scores_changed(assignment.pk, None if user_id is None else [user_id])
     return changed
 
 

@@ -29,6 +29,7 @@ from grader.results_io import result_from_json
 from ..accounts.identity import signed_in
 from ..accounts.throttle import locked_usernames, unlock
 from ..lti.claims import LTI_PREFIX
+from ..lti.passback import class_status, score_changed
 from ..numbers import StrictFloatField
 from ..submissions.intake import enqueue
 from ..submissions.models import PENDING, SCORED, AuditEntry, Kind, Regrade, ScoreOverride, State, Submission
@@ -70,11 +71,13 @@ class Row:
     score: float | None
     submissions: list[Submission]
     before_regrade: float | None = None  # the score before the latest regrade, when there was one
+    lms: str = ""  # where the score stands in the LMS gradebook ("" when not launched from one)
 
 
 def _rows(assignment: Assignment) -> list[Row]:
     students = Enrolment.objects.filter(course=assignment.course, role=Role.STUDENT).select_related("user")
     rows = []
+    lms = class_status(assignment)
     for enrolment in students.order_by("user__username"):
         counted = counted_submission(assignment, enrolment.user_id)
         tries = Submission.objects.filter(assignment=assignment, user_id=enrolment.user_id, kind=Kind.SUBMIT)
@@ -86,6 +89,7 @@ def _rows(assignment: Assignment) -> list[Row]:
                 counted.counted_score if counted else None,
                 list(tries.defer("content", "result_json")[:50]),
                 regrade.old_score if regrade else None,
+                lms.get(enrolment.user_id, ""),
             )
         )
     return rows
@@ -252,6 +256,7 @@ def override(request: HttpRequest, submission_id: int) -> HttpResponse:
         AuditEntry.objects.create(
             actor=signed_in(request), action="override", submission=submission, detail=f"{old} -> {score}: {reason}"
         )
+        score_changed(submission.assignment_id, submission.user_id)
     return redirect("class-view", slug=submission.assignment.slug)
 
 

@@ -47,6 +47,7 @@ from .claims import (
     custom_text,
     subject,
 )
+from .gradebook import remember_launch
 from .identity import AccountRefused, user_for_launch
 from .models import LinkProblem, SpentNonce, linked_course
 
@@ -167,6 +168,7 @@ class LaunchView(lti_views.LtiLaunchBaseView):  # type: ignore[misc]  # django-l
                 lms_id = canvas_user_id(claims)
                 if lms_id and enrolment.lms_user_id != lms_id:
                     Enrolment.objects.filter(pk=enrolment.pk).update(lms_user_id=lms_id)
+                remember_launch(deployment, context, course, user, enrolment.role, sub, claims)
         except ClaimProblem as problem:
             return refused(request, 400, "This launch could not be used", str(problem))
         except LinkProblem as problem:

@@ -29,6 +29,7 @@ from grader.runners.base import ContainerLimits, Runner
 from grader.runners.warm_pool import WarmPool
 
 from ..fleet import registry
+from ..lti.passback import score_changed
 from .models import GradingRun, Kind, State, Submission
 from .queue import Lane
 
@@ -276,6 +277,8 @@ def grade(submission_id: int, *, final_attempt: bool) -> str:
         GradingRun.objects.filter(pk=run.pk).update(
             finished_at=now, outcome=result.status.value if written else "discarded"
         )
+        if written and submission.kind == Kind.SUBMIT:
+            score_changed(submission.assignment_id, submission.user_id)  # to the LMS, in this transaction
     if not written:
         log.warning("submission %s changed while it was graded; result not written", submission.pk)
     return str(result.status.value)
