@@ -422,7 +422,7 @@ def service_demo() -> None:
 
 @cli.command("worker")
 @click.option("--concurrency", type=click.IntRange(1, 64), default=None, help="sandboxes at once [one per core]")
-@click.option("--lanes", default=None, help="comma-separated: self_check,submit,regrade,maintenance [all]")
+@click.option("--lanes", default=None, help="comma-separated: self_check,submit,regrade,maintenance,lms [all]")
 def worker(concurrency: int | None, lanes: str | None) -> None:
     """Grade the service's queue on this host (needs DATABASE_URL and a Docker engine).
 

@@ -21,6 +21,7 @@ urlpatterns = [
     path("a/<str:slug>/class/export/<str:kind>", staff.export, name="export"),
     path("a/<str:slug>/class/report/", staff.class_report, name="class-report"),
     path("a/<str:slug>/class/roster/", staff.roster, name="roster"),
+    path("a/<str:slug>/class/lms-roster/", staff.sync_roster, name="sync-roster"),
     path("a/<str:slug>/class/regrade/", staff.regrade, name="regrade"),
     path("a/<str:slug>/class/unlock/", staff.unlock_sign_in, name="unlock-sign-in"),
     path("a/<str:slug>/class/policy/", policy.policy, name="policy"),

@@ -24,6 +24,7 @@ from ... import grading
 from ...queue import LANES
 
 MAINTENANCE = "maintenance"
+LMS = "lms"  # calls to the LMS (roster sync): no sandbox, so any worker takes them
 
 
 class _LostDatabase(logging.Handler):
@@ -59,14 +60,14 @@ class Command(BaseCommand):
     help = "Run a grading worker (lanes: self_check, submit, regrade, and the maintenance jobs)."
 
     def add_arguments(self, parser: ArgumentParser) -> None:
-        parser.add_argument("--queues", default=",".join((*LANES, MAINTENANCE)), help="comma-separated lanes")
+        parser.add_argument("--queues", default=",".join((*LANES, MAINTENANCE, LMS)), help="comma-separated lanes")
         parser.add_argument("--concurrency", type=int, default=default_concurrency())
 
     def handle(self, *args: Any, **options: Any) -> None:
         queues = tuple(q for q in options["queues"].split(",") if q)
-        unknown = set(queues) - {*LANES, MAINTENANCE}
+        unknown = set(queues) - {*LANES, MAINTENANCE, LMS}
         if unknown or not queues:
-            raise CommandError(f"unknown lane(s) {sorted(unknown)}; lanes are {', '.join((*LANES, MAINTENANCE))}")
+            raise CommandError(f"unknown lane(s) {sorted(unknown)}; lanes are {', '.join((*LANES, MAINTENANCE, LMS))}")
         concurrency = options["concurrency"]
         if not 1 <= concurrency <= 64:
             raise CommandError("--concurrency must be between 1 and 64")
@@ -74,7 +75,7 @@ class Command(BaseCommand):
         self._warm(concurrency)
         recipe = current_recipe()
         # A lane's queue carries the recipe: this worker takes only jobs its own sandbox may grade.
-        listened = [name if name == MAINTENANCE else queue_for(name, recipe) for name in queues]
+        listened = [name if name in (MAINTENANCE, LMS) else queue_for(name, recipe) for name in queues]
         identity = Identity(recipe, image, image_id, queues, concurrency)
         try:
             self._take_jobs(identity, listened, concurrency)
