@@ -497,3 +497,20 @@ def test_a_launch_brings_back_someone_who_had_left(
     assert launch(Client(), platform.key, sub="student-5").status_code == 302
     enrolment.refresh_from_db()
     assert enrolment.left_at is None
+
+
+def test_a_worker_on_the_lms_queue_runs_the_sync(cast: Cast, nrps: Setup, transactional_db: Any) -> None:
+    from procrastinate.contrib.django import app
+    from procrastinate.contrib.django.django_connector import DjangoConnector
+
+    roster_of_40(nrps.lms)
+    assert nrps.staff.post("/a/a8/class/lms-roster/").status_code == 302
+    assert "A sync is waiting for the worker." in nrps.staff.get("/a/a8/class/").content.decode()
+    assert isinstance(app.connector, DjangoConnector)
+    with app.replace_connector(app.connector.get_worker_connector()):
+        app.run_worker(queues=["lms"], wait=False, concurrency=1, install_signal_handlers=False, listen_notify=False)
+    job = ProcrastinateJob.objects.filter(task_name="sync_roster").order_by("-id").first()
+    assert job is not None and job.status == "succeeded"
+    assert Enrolment.objects.filter(course=cast.course, user__username__startswith="lti-").count() == 40
+    page = nrps.staff.get("/a/a8/class/").content.decode()
+    assert "40 newly enrolled" in page and "waiting for the worker" not in page
