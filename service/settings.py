@@ -225,3 +225,12 @@ if LTI_STATE_MAX * 4 > CACHE_MAX_ENTRIES:
 # up after this many seconds (connecting, waiting, reading), and reads at most this many bytes.
 LTI_SERVICE_TIMEOUT_SECONDS = env_int("LTI_SERVICE_TIMEOUT_SECONDS", 15, minimum=1)
 LTI_SERVICE_MAX_BYTES = env_int("LTI_SERVICE_MAX_BYTES", 1024 * 1024, minimum=16 * 1024)
+# The roster from the LMS (NRPS, service/lti/nrps.py): each request to the platform has a
+# deadline and a body cap, a sync reads a bounded number of pages, and launches ask for a sync
+# of their course at most once per LTI_ROSTER_EVERY_MINUTES. The platform's service URLs must be
+# on its registration's hosts (issuer, auth and token URLs), or on one named here: Canvas serves
+# memberships from each school's own domain, not from canvas.instructure.com.
+LTI_SERVICE_HOSTS = tuple(host.strip().lower() for host in env_text("LTI_SERVICE_HOSTS").split(",") if host.strip())
+LTI_ROSTER_MAX_PAGES = env_int("LTI_ROSTER_MAX_PAGES", 50, minimum=1)
+LTI_ROSTER_PAGE_BYTES = env_int("LTI_ROSTER_PAGE_BYTES", 4 * 1024 * 1024, minimum=1024)
+LTI_ROSTER_EVERY_MINUTES = env_int("LTI_ROSTER_EVERY_MINUTES", 60, minimum=1)

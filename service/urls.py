@@ -23,6 +23,7 @@ urlpatterns = [
     path("a/<assignment:slug>/class/export/<filename:kind>", staff.export, name="export"),
     path("a/<assignment:slug>/class/report/", staff.class_report, name="class-report"),
     path("a/<assignment:slug>/class/roster/", staff.roster, name="roster"),
+    path("a/<assignment:slug>/class/lms-roster/", staff.sync_roster, name="sync-roster"),
     path("a/<assignment:slug>/class/regrade/", staff.regrade, name="regrade"),
     path("a/<assignment:slug>/class/unlock/", staff.unlock_sign_in, name="unlock-sign-in"),
     path("a/<assignment:slug>/class/lms-resend/", lti_staff.resend, name="lms-resend"),

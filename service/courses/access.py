@@ -16,10 +16,19 @@ _SLUG = re.compile(SLUG_PATTERN)
 
 
 def role_in(user: AbstractBaseUser | AnonymousUser, course_id: int) -> Role | None:
+    """The user's role in the course. Someone who left it (``Enrolment.left_at``) keeps a
+    student's reach, their own submissions, and no more: a TA who left is no longer staff."""
     if not user.is_authenticated:
         return None
-    found = Enrolment.objects.filter(user_id=user.pk, course_id=course_id).values_list("role", flat=True).first()
-    return Role(found) if found else None
+    found = Enrolment.objects.filter(user_id=user.pk, course_id=course_id).values_list("role", "left_at").first()
+    if found is None:
+        return None
+    role, left_at = found
+    return Role(role) if left_at is None else Role.STUDENT
+
+
+def has_left(user_id: int, course_id: int) -> bool:
+    return Enrolment.objects.filter(user_id=user_id, course_id=course_id, left_at__isnull=False).exists()
 
 
 def assignment_for(user: AbstractBaseUser | AnonymousUser, slug: str) -> tuple[Assignment, Role]:

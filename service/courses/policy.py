@@ -21,6 +21,7 @@ from ..numbers import StrictFloatField, StrictIntegerField
 from ..submissions.models import AuditEntry, Kind, Submission
 from .access import assignment_for
 from .models import STAFF_ROLES, Assignment, Extension, Role
+from .people import labelled
 from .refusals import form_errors
 
 LOCAL_TIME = "%Y-%m-%dT%H:%M"  # what <input type="datetime-local"> sends
@@ -132,6 +133,6 @@ def extension(request: HttpRequest, slug: str) -> HttpResponse:
             Extension.objects.update_or_create(assignment=assignment, user=student, defaults={"due_at": due})
         repriced = reprice(assignment, student.pk)
         what = f"due {due:%Y-%m-%d %H:%M}" if due else "withdrawn"
-        detail = f"{student.username} on {slug}: {what}; {repriced} re-priced"
+        detail = f"{labelled(student)} on {slug}: {what}; {repriced} re-priced"
         AuditEntry.objects.create(actor=signed_in(request), action="extension", detail=detail)
     return redirect("class-view", slug=assignment.slug)

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from .models import CourseLink, GradebookLink, ScoreTarget
+from .models import CourseLink, GradebookLink, RosterSource, RosterSync, ScoreTarget
 
 
 @admin.register(CourseLink)
@@ -32,3 +32,17 @@ class ScoreTargetAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     search_fields = ("user__username", "problem")
     raw_id_fields = ("user", "line_item")
     readonly_fields = ("wanted", "wanted_version", "wanted_at", "sent_version", "sent_at", "refused_version")
+
+
+@admin.register(RosterSource)
+class RosterSourceAdmin(admin.ModelAdmin):  # type: ignore[type-arg]  # not subscriptable at run time
+    list_display = ("link", "memberships_url", "seen_at")
+    list_select_related = ("link__course", "link__deployment")
+    readonly_fields = ("seen_at",)
+
+
+@admin.register(RosterSync)
+class RosterSyncAdmin(admin.ModelAdmin):  # type: ignore[type-arg]  # not subscriptable at run time
+    list_display = ("course", "requested_at", "finished_at", "ok", "message")
+    list_select_related = ("course",)
+    readonly_fields = ("requested_at", "finished_at", "ok", "message")

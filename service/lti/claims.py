@@ -20,6 +20,7 @@ LTI = "https://purl.imsglobal.org/spec/lti/claim/"
 ROLES = LTI + "roles"
 CONTEXT = LTI + "context"
 CUSTOM = LTI + "custom"
+NRPS = "https://purl.imsglobal.org/spec/lti-nrps/claim/namesroleservice"
 
 MEMBERSHIP = "http://purl.imsglobal.org/vocab/lis/v2/membership"
 

@@ -167,3 +167,29 @@ class ScoreTarget(models.Model):
     @property
     def in_lms(self) -> bool:
         return self.sent_version >= self.wanted_version
+
+
+class RosterSource(models.Model):
+    """Where the LMS lists an exactly linked course's members (NRPS ``context_memberships_url``),
+    as its latest launch said. Only exact links have one: an open link's launches come from any
+    course of the deployment, whose members are not this course's."""
+
+    link = models.OneToOneField(CourseLink, on_delete=models.CASCADE, related_name="roster_source")
+    memberships_url = models.CharField(max_length=2000)
+    seen_at = models.DateTimeField(help_text="the launch that last gave this URL")
+
+    def __str__(self) -> str:
+        return f"{self.link}: {self.memberships_url}"
+
+
+class RosterSync(models.Model):
+    """A course's last roster sync from its LMS, as staff see it on the class view."""
+
+    course = models.OneToOneField(Course, on_delete=models.CASCADE, related_name="roster_sync")
+    requested_at = models.DateTimeField(null=True, blank=True, help_text="the last sync asked for (the rate limit)")
+    finished_at = models.DateTimeField(null=True, blank=True)
+    ok = models.BooleanField(null=True, help_text="None: never finished")
+    message = models.CharField(max_length=500, blank=True)
+
+    def __str__(self) -> str:
+        return f"{self.course}: {self.message or 'never synced'}"

@@ -1,4 +1,5 @@
-"""Queue jobs of the LMS grade passback: pushes in the ``lms`` queue, sweeps in ``maintenance``."""
+"""Queue jobs that call the LMS (grade pushes, roster syncs) in the ``lms`` queue, so a slow platform
+never holds up grading; the sweeps run in ``maintenance``."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from django.db import DatabaseError
 from procrastinate import JobContext, RetryStrategy
 from procrastinate.contrib.django import app
 
-from . import passback
+from . import lms_roster, passback
 from .ags import PlatformUnavailable
 
 # A platform that is down or slow is tried again after 4, 16, 64, 256 and 1024 seconds (about
@@ -30,3 +31,9 @@ def send_released_scores(context: JobContext, timestamp: int) -> int:
 @app.task(name="resend_unsent_scores", queue="maintenance", queueing_lock="resend_unsent_scores", pass_context=True)
 def resend_unsent_scores(context: JobContext, timestamp: int) -> int:
     return passback.defer_unsent()
+
+
+# Not retried: a failed sync is recorded for staff ("last sync: failed: why"), who ask again.
+@app.task(name="sync_roster", queue=passback.LMS_QUEUE)
+def sync_roster(course_id: int, actor_id: int) -> str:
+    return lms_roster.sync_course(course_id, actor_id)

@@ -36,7 +36,7 @@ from pylti1p3.exception import LtiException, OIDCException
 
 from ..courses.access import assignment_for
 from ..courses.models import Course, Enrolment, Role
-from . import login_limits
+from . import lms_roster, login_limits
 from .claims import (
     ClaimProblem,
     Claims,
@@ -169,6 +169,7 @@ class LaunchView(lti_views.LtiLaunchBaseView):  # type: ignore[misc]  # django-l
                 if lms_id and enrolment.lms_user_id != lms_id:
                     Enrolment.objects.filter(pk=enrolment.pk).update(lms_user_id=lms_id)
                 remember_launch(deployment, context, course, user, enrolment.role, sub, claims)
+                lms_roster.note_launch(enrolment, exact, deployment, claims)
         except ClaimProblem as problem:
             return refused(request, 400, "This launch could not be used", str(problem))
         except LinkProblem as problem:

@@ -102,7 +102,7 @@ def health(request: HttpRequest) -> HttpResponse:
         data = snapshot()
         data["operator"] = True
     else:
-        staffed = Enrolment.objects.filter(user=user, role__in=STAFF_ROLES).values("course_id")
+        staffed = Enrolment.objects.filter(user=user, role__in=STAFF_ROLES, left_at__isnull=True).values("course_id")
         courses = Course.objects.filter(pk__in=staffed)
         if not courses.exists():
             raise Http404

@@ -58,8 +58,12 @@ def receive(assignment: Assignment, user: AbstractBaseUser, kind: Kind, name: st
     transaction: an accepted upload is never lost between the web and the queue."""
     from .tasks import grade_submission  # the task module imports Django models: import late
 
+    from ..courses.access import has_left
+
     now = timezone.now()
     user_id = int(user.pk)
+    if has_left(user_id, assignment.course_id):
+        return Refusal(403, "you are no longer enrolled in this course (your LMS says so): nothing can be submitted")
     if kind is Kind.SUBMIT and assignment.closed_for(user_id, now):
         return Refusal(403, "this assignment is closed: no more counted submissions")
     if kind is Kind.SUBMIT:
