@@ -164,6 +164,11 @@ SECURE_REFERRER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
 SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = not DEBUG and SITE_ROOT.startswith("https://")
+# An LMS shows the tool in an iframe, a third-party context: browsers send the session and CSRF
+# cookies there only when they are SameSite=None, which they accept only on Secure cookies. Over
+# http (development, tests) the cookies stay Lax: a launch then works in a new window, not a frame.
+# The CSRF token still guards every form; SameSite was never the only defence.
+SESSION_COOKIE_SAMESITE = CSRF_COOKIE_SAMESITE = "None" if SESSION_COOKIE_SECURE else "Lax"
 SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", False)
 # Behind the TLS proxy of the deployment guide the web process hears plain HTTP; the proxy's
 # X-Forwarded-Proto says what the browser used (the proxy must set it, overwriting any a
