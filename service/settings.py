@@ -225,3 +225,6 @@ LTI_LOGIN_STATE_SECONDS = env_int("LTI_LOGIN_STATE_SECONDS", 600, minimum=60)
 LTI_STATE_MAX = env_int("LTI_STATE_MAX", 20_000, minimum=100)
 if LTI_STATE_MAX * 4 > CACHE_MAX_ENTRIES:
     raise ImproperlyConfigured("LTI_STATE_MAX must be at most a quarter of CACHE_MAX_ENTRIES")
+# LTI Dynamic Registration (service/lti/dynamic_registration.py) fetches the platform's
+# configuration over https only; http is for a development LMS (and the tests).
+LTI_REGISTRATION_ALLOW_HTTP = env_bool("LTI_REGISTRATION_ALLOW_HTTP", DEBUG)
