@@ -165,6 +165,11 @@ SECURE_REFERRER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
 SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = not DEBUG and SITE_ROOT.startswith("https://")
+# An LMS shows the tool in an iframe, a third-party context: browsers send the session and CSRF
+# cookies there only when they are SameSite=None, which they accept only on Secure cookies. Over
+# http (development, tests) the cookies stay Lax: a launch then works in a new window, not a frame.
+# The CSRF token still guards every form; SameSite was never the only defence.
+SESSION_COOKIE_SAMESITE = CSRF_COOKIE_SAMESITE = "None" if SESSION_COOKIE_SECURE else "Lax"
 SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", False)
 # Behind the TLS proxy of the deployment guide the web process hears plain HTTP; the proxy's
 # X-Forwarded-Proto says what the browser used (the proxy must set it, overwriting any a
@@ -234,3 +239,6 @@ LTI_SERVICE_HOSTS = tuple(host.strip().lower() for host in env_text("LTI_SERVICE
 LTI_ROSTER_MAX_PAGES = env_int("LTI_ROSTER_MAX_PAGES", 50, minimum=1)
 LTI_ROSTER_PAGE_BYTES = env_int("LTI_ROSTER_PAGE_BYTES", 4 * 1024 * 1024, minimum=1024)
 LTI_ROSTER_EVERY_MINUTES = env_int("LTI_ROSTER_EVERY_MINUTES", 60, minimum=1)
+# LTI Dynamic Registration (service/lti/dynamic_registration.py) fetches the platform's
+# configuration over https only; http is for a development LMS (and the tests).
+LTI_REGISTRATION_ALLOW_HTTP = env_bool("LTI_REGISTRATION_ALLOW_HTTP", DEBUG)

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from .models import CourseLink, GradebookLink, RosterSource, RosterSync, ScoreTarget
+from .models import CourseLink, GradebookLink, RegistrationCode, RosterSource, RosterSync, ScoreTarget
 
 
 @admin.register(CourseLink)
@@ -46,3 +46,15 @@ class RosterSyncAdmin(admin.ModelAdmin):  # type: ignore[type-arg]  # not subscr
     list_display = ("course", "requested_at", "finished_at", "ok", "message")
     list_select_related = ("course",)
     readonly_fields = ("requested_at", "finished_at", "ok", "message")
+
+
+@admin.register(RegistrationCode)
+class RegistrationCodeAdmin(admin.ModelAdmin):  # type: ignore[type-arg]  # not subscriptable at run time
+    """Codes are made by manage.py lti_registration_url (the code itself is shown once, there)."""
+
+    list_display = ("created_by", "created_at", "expires_at", "used_at", "registration")
+    list_select_related = ("registration",)
+    readonly_fields = ("digest", "created_by", "created_at", "expires_at", "used_at", "registration")
+
+    def has_add_permission(self, request: object) -> bool:
+        return False

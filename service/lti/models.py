@@ -9,7 +9,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
-from lti_tool.models import LtiDeployment
+from lti_tool.models import LtiDeployment, LtiRegistration
 
 from ..courses.models import Assignment, Course
 
@@ -193,3 +193,23 @@ class RosterSync(models.Model):
 
     def __str__(self) -> str:
         return f"{self.course}: {self.message or 'never synced'}"
+
+
+class RegistrationCode(models.Model):
+    """A one-time code in a dynamic registration URL (``manage.py lti_registration_url``).
+
+    The LMS opens the URL in its admin's browser, often in an iframe where our sign-in cookie
+    does not reach: the code is what allows this one registration. Kept as an HMAC of the
+    secret key, as API tokens are; spent when a registration succeeds."""
+
+    digest = models.CharField(max_length=64, unique=True)
+    created_by = models.CharField(max_length=150, help_text="who made the code (an operator's username or the shell)")
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+    used_at = models.DateTimeField(null=True, blank=True)
+    registration = models.ForeignKey(
+        LtiRegistration, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+
+    def __str__(self) -> str:
+        return f"code by {self.created_by}, {'used' if self.used_at else 'unused'}"

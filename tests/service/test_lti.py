@@ -291,7 +291,8 @@ def test_it_refuses_a_message_type_it_does_not_know(cast: Cast, platform: Platfo
     assert nobody_signed_in_from_lti()
 
 
-def test_it_refuses_a_deep_linking_launch(cast: Cast, platform: Platform) -> None:
+def test_it_refuses_a_learner_s_deep_linking_launch(cast: Cast, platform: Platform) -> None:
+    # Deep linking itself is tested in test_lti_deep_linking.py; a learner may not add content.
     settings_claim = {
         "deep_link_return_url": f"{ISSUER}/deep-link-return",
         "accept_types": ["ltiResourceLink"],
@@ -300,12 +301,12 @@ def test_it_refuses_a_deep_linking_launch(cast: Cast, platform: Platform) -> Non
     response = launch(
         browser(),
         platform.key,
-        "teacher-1",
-        [INSTRUCTOR],
+        "student-1",
+        [LEARNER],
         message_type="LtiDeepLinkingRequest",
         **{"https://purl.imsglobal.org/spec/lti-dl/claim/deep_linking_settings": settings_claim},
     )
-    assert response.status_code == 400 and "Deep linking launches are not supported" in response.content.decode()
+    assert response.status_code == 403 and "Instructors only" in response.content.decode()
     assert nobody_signed_in_from_lti()
 
 
