@@ -53,3 +53,14 @@ def submission_for(user: AbstractBaseUser | AnonymousUser, submission_id: int) -
     if role is None or (role not in STAFF_ROLES and submission.user_id != user.pk):
         raise Http404
     return submission, role
+
+
+USERNAME_MAX = 150  # Django's username column
+
+
+def posted_username(value: str) -> str | None:
+    """A username sent in a staff form, or None when no account can have it (empty, a NUL,
+    longer than the column): such a name is an unknown student, never a database error."""
+    if not value or len(value) > USERNAME_MAX or "\x00" in value:
+        return None
+    return value

@@ -41,7 +41,7 @@ from ..submissions.models import PENDING, SCORED, AuditEntry, Kind, Regrade, Sco
 from ..submissions.queue import Lane
 from ..submissions.standing import counted_submission
 from ..submissions.views import feedback_policy
-from .access import assignment_for, submission_for
+from .access import assignment_for, posted_username, submission_for
 from .models import STAFF_ROLES, Assignment, Counted, Enrolment, HiddenDetails, Role
 from .people import full_name, labelled
 from .refusals import form_errors
@@ -229,17 +229,14 @@ def roster(request: HttpRequest, slug: str) -> HttpResponse:
     return redirect("class-view", slug=assignment.slug)
 
 
-USERNAME_MAX = 150  # Django's username column
-
-
 @login_required
 @require_POST
 def unlock_sign_in(request: HttpRequest, slug: str) -> HttpResponse:
     """Forget a student's failed sign-ins, so a locked account can sign in again: staff of a
     course the student is enrolled in only (anyone else, any other name: 404)."""
     assignment = _staff_assignment(request, slug)
-    username = request.POST.get("username", "")
-    if not username or len(username) > USERNAME_MAX or "\x00" in username:  # no such account can exist
+    username = posted_username(request.POST.get("username", ""))
+    if username is None:
         raise Http404
     enrolled = Enrolment.objects.filter(course=assignment.course, role=Role.STUDENT, user__username=username)
     if not enrolled.exists():

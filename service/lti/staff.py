@@ -8,7 +8,7 @@ from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
 
 from ..accounts.identity import signed_in
-from ..courses.access import assignment_for
+from ..courses.access import assignment_for, posted_username
 from ..courses.models import STAFF_ROLES, Enrolment, Role
 from ..submissions.models import AuditEntry
 from . import passback
@@ -22,7 +22,7 @@ def resend(request: HttpRequest, slug: str) -> HttpResponse:
     assignment, role = assignment_for(request.user, slug)
     if role not in STAFF_ROLES:
         raise Http404
-    username = request.POST.get("username", "")[:150]
+    username = posted_username(request.POST.get("username", "")) or ""
     student = (
         Enrolment.objects.filter(course=assignment.course, role=Role.STUDENT, user__username=username)
         .values_list("user_id", flat=True)

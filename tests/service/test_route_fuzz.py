@@ -140,6 +140,9 @@ BASELINE = {
     "username": "alice",
     "password": "a-long-enough-password",
     "next": "/",
+    "assignment": "a8",  # the deep-linking picker's choice
+    "course": "c1",  # the picker's course to link an LMS course to
+    "JWT": "x",  # the deep-linking answer, posted to the LMS (never to us)
 }
 CORE_HOSTILE = ["\x00", "x" * 5000, "nan", "9" * 30, "\uff11\uff12"]
 HOSTILE_UPLOADS = [
@@ -162,6 +165,7 @@ def known(cast: Cast, settings: Any) -> dict[str, list[str]]:
         "slug": ["a8", "b1"],
         "submission_id": [str(graded.pk), str(queued.pk)],
         "kind": ["grades.csv", "canvas.csv", "gradescope.json", "prairielearn.json", "nothing.csv"],
+        "code": ["no-such-registration-code"],
     }
 
 
