@@ -9,7 +9,13 @@ worker process and with two (one sandbox slot each). Checked, or the run is not 
 measurement: every upload receipted, every job ended exactly once (one graded run per
 submission, one job per upload), none lost.
 
+With ``--flood``, the same rush twice on two slots, once as it is and once with one more
+student who, as it starts, sends ten self-checks and ten counted uploads (over two assignments) of
+a file that sleeps at import until its time limit: the other students' receipt and result
+times (upload to graded), with and without the flood, as ratios measured in the same run.
+
     python bench/bench_rush.py [--students 500] [--window 60] [--write BENCHMARKS.md]
+    python bench/bench_rush.py --flood [--students 60] [--window 60] [--write BENCHMARKS.md]
 """
 
 from __future__ import annotations
@@ -51,6 +57,17 @@ class Rush:
     latencies: list[float]
     drain_seconds: float
     submissions: int
+    results: list[float]  # upload to graded, per submission (the flood's own left out)
+
+
+FLOODER = "flood0000"
+
+
+def sleepy() -> bytes:
+    """The reference engine, sleeping at import for longer than any time limit."""
+    lines = (REPO / "reference" / "autograd_lab.py").read_text().splitlines(keepends=True)
+    after = max(i for i, line in enumerate(lines) if line.startswith("from __future__")) + 1
+    return "".join([*lines[:after], "import time\ntime.sleep(3600)\n", *lines[after:]]).encode()
 
 
 class Stack:
@@ -81,6 +98,9 @@ class Stack:
         self.run(*manage, "migrate", "--noinput")
         self.run(*manage, "createcachetable")
         self.run(sys.executable, "-m", "grader", "service", "demo")  # the course and assignment a8
+        # A second assignment in the demo course: a flood spreads over both.
+        copy = "a = Assignment.objects.get(slug='a8'); a.pk = None; a.slug, a.title = 'a9', 'A9'; a.save()"
+        self.run(*manage, "shell", "-c", f"from service.courses.models import Assignment; {copy}")
         self.web = subprocess.Popen(
             [
                 sys.executable,
@@ -131,7 +151,7 @@ class Stack:
 
 def enrol(stack: Stack, students: int) -> dict[str, str]:
     roster = stack.folder / "roster.csv"
-    names = [f"r{number:04d}" for number in range(students)]
+    names = [f"r{number:04d}" for number in range(students)] + [FLOODER]
     roster.write_text("username,email,name\n" + "".join(f"{n},{n}@example.edu,Student {n}\n" for n in names))
     stack.run(sys.executable, "-m", "grader", "service", "roster", "a8", str(roster))
     tokens = {}
@@ -143,8 +163,26 @@ def enrol(stack: Stack, students: int) -> dict[str, str]:
     return tokens
 
 
-def rush(stack: Stack, tokens: dict[str, str], window: float, workers: int) -> Rush:
-    names = sorted(tokens)
+def flood(stack: Stack, token: str) -> list[int]:
+    """Ten self-checks, then ten counted uploads over two assignments, of the sleeping file."""
+    ids = []
+    body = sleepy()
+    for kind, slug in [("self_check", "a8")] * 10 + [("submit", "a8"), ("submit", "a9")] * 5:
+        response = requests.post(
+            f"{stack.base}/api/v1/assignments/{slug}/submissions",
+            headers={"Authorization": f"Token {token}"},
+            data={"kind": kind},
+            files={"file": ("autograd_lab.py", body)},
+            timeout=120,
+        )
+        if response.status_code != 201:
+            raise SystemExit(f"the flood: {response.status_code} {response.text[:200]}: not a valid measurement")
+        ids.append(int(response.json()["id"]))
+    return ids
+
+
+def rush(stack: Stack, tokens: dict[str, str], window: float, workers: int, flooding: bool = False) -> Rush:
+    names = sorted(name for name in tokens if name != FLOODER)
     files = {name: SAMPLES[i % len(SAMPLES)].read_bytes() for i, name in enumerate(names)}
     spacing = window / len(names)
     live = "SELECT count(*) FROM fleet_gradingworker WHERE stopped_at IS NULL"
@@ -171,9 +209,12 @@ def rush(stack: Stack, tokens: dict[str, str], window: float, workers: int) -> R
             raise SystemExit(f"{name}: {response.status_code} {response.text[:200]}: not a valid measurement")
         return int(response.json()["id"]), time.perf_counter() - sent
 
+    flood_ids: list[int] = []
     try:
         with ThreadPoolExecutor(max_workers=32) as pool:
+            flooded = pool.submit(flood, stack, tokens[FLOODER]) if flooding else None
             receipts = list(pool.map(send, range(len(names))))
+            flood_ids = flooded.result() if flooded else []
         ids = ",".join(str(i) for i, _ in receipts)
         while True:
             pending = stack.sql(f"SELECT count(*) FROM submissions_submission WHERE id IN ({ids}) "
@@ -182,13 +223,33 @@ def rush(stack: Stack, tokens: dict[str, str], window: float, workers: int) -> R
                 break
             time.sleep(0.5)
         drained = time.perf_counter() - started
+        results = [
+            float(row[0])
+            for row in stack.sql(
+                f"SELECT extract(epoch FROM finished_at - received_at) FROM submissions_submission WHERE id IN ({ids})"
+            )
+        ]
     finally:
         for process in processes:
             process.terminate()
         for process in processes:
             process.wait(timeout=120)
     check_exactly_once(stack, ids, len(receipts))
-    return Rush(workers, [latency for _, latency in receipts], drained, len(receipts))
+    if flood_ids:
+        check_flood_held_one_slot(stack, flood_ids)
+    return Rush(workers, [latency for _, latency in receipts], drained, len(receipts), results)
+
+
+def check_flood_held_one_slot(stack: Stack, ids: list[int]) -> None:
+    """The flood's own jobs: each ended (graded, or replaced by a later one), and never two ran at once."""
+    listed = ",".join(str(i) for i in ids)
+    runs = stack.sql(
+        "SELECT r.started_at, coalesce(r.finished_at, now()) FROM submissions_gradingrun r "
+        f"WHERE r.submission_id IN ({listed}) ORDER BY r.started_at"
+    )
+    overlapping = [pair for pair in zip(runs, runs[1:], strict=False) if pair[1][0] < pair[0][1]]
+    if overlapping:
+        raise SystemExit(f"the flood held two slots at once: {overlapping[:2]}: the queue is not fair")
 
 
 def check_exactly_once(stack: Stack, ids: str, expected: int) -> None:
@@ -221,7 +282,10 @@ def main() -> int:
     parser.add_argument("--students", type=int, default=500)
     parser.add_argument("--window", type=float, default=60.0, help="seconds over which the uploads are sent")
     parser.add_argument("--write", type=Path, help="write the figures into this Markdown file")
+    parser.add_argument("--flood", action="store_true", help="two slots, without and with a flooding student")
     args = parser.parse_args()
+    if args.flood:
+        return main_flood(args)
     from grader.image import ensure_image
 
     image = ensure_image()
@@ -267,6 +331,56 @@ def main() -> int:
     print("\n".join(lines))
     if args.write:
         write_section(args.write, "bench_rush", lines)
+    return 0
+
+
+def main_flood(args: argparse.Namespace) -> int:
+    from grader.image import ensure_image
+
+    ensure_image()
+    folder = Path(tempfile.mkdtemp(prefix="bench-rush-"))
+    cluster = Path(tempfile.mkdtemp(prefix="bench-rush-pg-"))
+    stack = Stack(folder, cluster)
+    try:
+        stack.start()
+        tokens = enrol(stack, args.students)
+        quiet = rush(stack, tokens, args.window, 2)
+        flooded = rush(stack, tokens, args.window, 2, flooding=True)
+    finally:
+        stack.stop()
+        shutil.rmtree(folder, ignore_errors=True)
+        shutil.rmtree(cluster, ignore_errors=True)
+    when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    lines = [
+        "## A deadline rush with a flooding student (`bench/bench_rush.py --flood`)",
+        "",
+        f"Measured {when} on this machine ({os.cpu_count()} cores), two workers of one slot each: "
+        f"{args.students} students, one counted upload each through the JSON API over {args.window:g} s "
+        "(loopback), full rubric; the same rush again while one more student sends, as it starts, ten "
+        "self-checks and ten counted uploads (two assignments) of a file that sleeps at import until its "
+        "time limit. Figures for the other students only; every one of their uploads graded exactly once, "
+        "and the flood never held two slots at once (checked).",
+        "",
+        "| rush | receipt p50 (s) | receipt p95 (s) | result p50 (s) | result p95 (s) | drain (s) |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name, result in (("without the flood", quiet), ("with the flood", flooded)):
+        lines.append(
+            f"| {name} | {percentile(result.latencies, 0.5):.3f} | {percentile(result.latencies, 0.95):.3f} "
+            f"| {percentile(result.results, 0.5):.1f} | {percentile(result.results, 0.95):.1f} "
+            f"| {result.drain_seconds:.1f} |"
+        )
+    ratio = percentile(flooded.results, 0.5) / percentile(quiet.results, 0.5)
+    ratio95 = percentile(flooded.results, 0.95) / percentile(quiet.results, 0.95)
+    lines += [
+        "",
+        f"With the flood, the others' results come {ratio:.2f}x (p50) and {ratio95:.2f}x (p95) as late as "
+        "without it: the flood takes one slot of two at most, and only its latest job per assignment and "
+        "lane waits, behind everyone's first.",
+    ]
+    print("\n".join(lines))
+    if args.write:
+        write_section(args.write, "bench_rush_flood", lines)
     return 0
 
 

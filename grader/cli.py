@@ -420,9 +420,40 @@ def service_demo() -> None:
         echo(f"  {username:12s} password {password}")
 
 
+@service.command("keys")
+def service_keys() -> None:
+    """Create the tool's LTI signing key, or rotate it (django-lti's rotate_keys: keys older than
+    a week leave the JWKS). Print the new key's id."""
+    _django()
+    from service.accounts.operators import OperatorError, rotate_signing_key
+
+    try:
+        kid, retired = rotate_signing_key()
+    except OperatorError as error:
+        _fail(InfraError(str(error)))
+    echo(f"New signing key {kid} (published at /lti/jwks/); {retired} older key(s) retired.")
+
+
+@service.command("admin")
+@click.argument("username")
+@click.option("--promote", is_flag=True, help="Make an existing account that is not a site operator into one.")
+def service_admin(username: str, promote: bool) -> None:
+    """Create site operator USERNAME (the admin's LTI registration pages), or reset its password;
+    the new password is printed once."""
+    _django()
+    from service.accounts.operators import OperatorError, set_operator
+
+    try:
+        made, password = set_operator(username, promote=promote)
+    except OperatorError as error:
+        _fail(SubmissionError(str(error)))
+    echo(f"{'Created' if made else 'Reset the password of'} site operator {username}; password (shown once):")
+    echo(f"  {password}")
+
+
 @cli.command("worker")
 @click.option("--concurrency", type=click.IntRange(1, 64), default=None, help="sandboxes at once [one per core]")
-@click.option("--lanes", default=None, help="comma-separated: self_check,submit,regrade,maintenance [all]")
+@click.option("--lanes", default=None, help="comma-separated: self_check,submit,regrade,lms,maintenance [all]")
 def worker(concurrency: int | None, lanes: str | None) -> None:
     """Grade the service's queue on this host (needs DATABASE_URL and a Docker engine).
 

@@ -57,6 +57,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "procrastinate.contrib.django",
+    "axes",
     "lti_tool",
     "service.accounts",
     "service.courses",
@@ -68,6 +69,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "service.body_limit.BodyLimitMiddleware",  # first: before the CSRF check reads the body
+    "service.request_shape.RequestShapeMiddleware",  # no NUL or broken UTF-8 reaches a view or a query
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "csp.middleware.CSPMiddleware",
@@ -78,6 +80,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "lti_tool.middleware.LtiLaunchMiddleware",
+    "axes.middleware.AxesMiddleware",  # turns a locked-out sign-in into the lockout page
     "service.api.errors.ApiErrorMiddleware",  # innermost: sees every API error, Django's 404 and 405 too
 ]
 
@@ -103,6 +106,27 @@ CACHES = {"default": {"BACKEND": "django.core.cache.backends.db.DatabaseCache", 
 
 AUTH_PASSWORD_VALIDATORS = [{"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"}]
 LOGIN_URL = "/accounts/login/"
+# Password sign-in throttling (django-axes, service/accounts/throttle.py): an account locks after
+# LOGIN_FAILURES_PER_ACCOUNT failures, an address (a lab room behind a NAT shares one) after
+# LOGIN_FAILURES_PER_ADDRESS, each for LOGIN_COOLOFF_SECONDS after its latest counted failure.
+LOGIN_FAILURES_PER_ACCOUNT = env_int("LOGIN_FAILURES_PER_ACCOUNT", 10, minimum=1)
+LOGIN_FAILURES_PER_ADDRESS = env_int("LOGIN_FAILURES_PER_ADDRESS", 30, minimum=1)
+LOGIN_COOLOFF_SECONDS = env_int("LOGIN_COOLOFF_SECONDS", 900, minimum=1)
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",  # refuses a locked-out sign-in before any password check
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_HANDLER = "service.accounts.throttle.SignInThrottle"
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]  # either one locks
+AXES_FAILURE_LIMIT = LOGIN_FAILURES_PER_ACCOUNT  # the handler scales the address's count to it
+AXES_COOLOFF_TIME = "service.accounts.throttle.cool_off"
+AXES_CLIENT_IP_CALLABLE = "service.accounts.throttle.axes_address"
+AXES_USERNAME_CALLABLE = "service.accounts.throttle.axes_username"
+AXES_LOCKOUT_CALLABLE = "service.accounts.lockout.lockout_response"
+AXES_RESET_ON_SUCCESS = True  # only the account's failures from that address (the handler)
+# A refused attempt while locked is not counted: the time the lockout page gives holds.
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
+AXES_DISABLE_ACCESS_LOG = True  # no row per successful sign-in
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/accounts/login/"
 
@@ -141,13 +165,29 @@ SECURE_REFERRER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
 SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = not DEBUG and SITE_ROOT.startswith("https://")
+# An LMS shows the tool in an iframe, a third-party context: browsers send the session and CSRF
+# cookies there only when they are SameSite=None, which they accept only on Secure cookies. Over
+# http (development, tests) the cookies stay Lax: a launch then works in a new window, not a frame.
+# The CSRF token still guards every form; SameSite was never the only defence.
+SESSION_COOKIE_SAMESITE = CSRF_COOKIE_SAMESITE = "None" if SESSION_COOKIE_SECURE else "Lax"
 SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", False)
 # Behind the TLS proxy of the deployment guide the web process hears plain HTTP; the proxy's
 # X-Forwarded-Proto says what the browser used (the proxy must set it, overwriting any a
 # client sent), so is_secure() is right, redirects do not loop and LTI's cookies are secure.
-if SITE_ROOT.startswith("https://") and env_bool("BEHIND_TLS_PROXY", True):
+BEHIND_TLS_PROXY = SITE_ROOT.startswith("https://") and env_bool("BEHIND_TLS_PROXY", True)
+if BEHIND_TLS_PROXY:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
-SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0)
+# Proxies in front of the web process, each appending the address it heard from to
+# X-Forwarded-For: the client's address is that many entries from the right
+# (service/accounts/client.py). 0: REMOTE_ADDR is the client.
+TRUSTED_PROXY_COUNT = env_int("TRUSTED_PROXY_COUNT", 1 if BEHIND_TLS_PROXY else 0)
+# Served over https, browsers are told to keep to it (a year, the usual figure); 0 turns it off.
+SECURE_HSTS_SECONDS = env_int(
+    "SECURE_HSTS_SECONDS", 365 * 24 * 3600 if SITE_ROOT.startswith("https://") and not DEBUG else 0, minimum=0
+)
+# A sign-in lasts a working day, not Django's two weeks: lab machines are shared. LTI launches
+# sign in again at each launch, so the LMS's own session decides for them.
+SESSION_COOKIE_AGE = env_int("SESSION_HOURS", 12, minimum=1) * 3600
 CONTENT_SECURITY_POLICY = {
     "DIRECTIVES": {
         "default-src": ["'self'"],
@@ -166,7 +206,8 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env_text("LOG_LEVEL", "INFO")},
-    "loggers": {"procrastinate": {"level": "WARNING"}},
+    # axes: a warning per failed sign-in and lockout; its INFO lines repeat on every request.
+    "loggers": {"procrastinate": {"level": "WARNING"}, "axes": {"level": "WARNING"}},
 }
 
 # --- LTI 1.3 (service/lti) ---------------------------------------------------------------------
@@ -175,4 +216,29 @@ LOGGING = {
 # culls a third of its rows once it holds MAX_ENTRIES (300 by default): launches in flight in any
 # real class would fail, and spent nonces would be forgotten. Expired rows still go first.
 # (Folded into the CACHES definition above, the type: ignore goes: CACHES is inferred str-valued.)
-CACHES["default"]["OPTIONS"] = {"MAX_ENTRIES": env_int("CACHE_MAX_ENTRIES", 200_000, minimum=10_000)}  # type: ignore[assignment]
+CACHE_MAX_ENTRIES = env_int("CACHE_MAX_ENTRIES", 200_000, minimum=10_000)
+CACHES["default"]["OPTIONS"] = {"MAX_ENTRIES": CACHE_MAX_ENTRIES}  # type: ignore[assignment]
+# Anonymous logins (service/lti/login_limits.py): a rate per client address, minutes of state
+# each, and a bound on live entries far below the cull (expired ones are purged every minute),
+# so that Django never culls a launch in progress to make room.
+LTI_LOGINS_PER_MINUTE = env_int("LTI_LOGINS_PER_MINUTE", 30, minimum=1)
+LTI_LOGIN_STATE_SECONDS = env_int("LTI_LOGIN_STATE_SECONDS", 600, minimum=60)
+LTI_STATE_MAX = env_int("LTI_STATE_MAX", 20_000, minimum=100)
+if LTI_STATE_MAX * 4 > CACHE_MAX_ENTRIES:
+    raise ImproperlyConfigured("LTI_STATE_MAX must be at most a quarter of CACHE_MAX_ENTRIES")
+# Grades to the LMS (service/lti/ags.py): every call to a platform's token or AGS endpoint gives
+# up after this many seconds (connecting, waiting, reading), and reads at most this many bytes.
+LTI_SERVICE_TIMEOUT_SECONDS = env_int("LTI_SERVICE_TIMEOUT_SECONDS", 15, minimum=1)
+LTI_SERVICE_MAX_BYTES = env_int("LTI_SERVICE_MAX_BYTES", 1024 * 1024, minimum=16 * 1024)
+# The roster from the LMS (NRPS, service/lti/nrps.py): each request to the platform has a
+# deadline and a body cap, a sync reads a bounded number of pages, and launches ask for a sync
+# of their course at most once per LTI_ROSTER_EVERY_MINUTES. The platform's service URLs must be
+# on its registration's hosts (issuer, auth and token URLs), or on one named here: Canvas serves
+# memberships from each school's own domain, not from canvas.instructure.com.
+LTI_SERVICE_HOSTS = tuple(host.strip().lower() for host in env_text("LTI_SERVICE_HOSTS").split(",") if host.strip())
+LTI_ROSTER_MAX_PAGES = env_int("LTI_ROSTER_MAX_PAGES", 50, minimum=1)
+LTI_ROSTER_PAGE_BYTES = env_int("LTI_ROSTER_PAGE_BYTES", 4 * 1024 * 1024, minimum=1024)
+LTI_ROSTER_EVERY_MINUTES = env_int("LTI_ROSTER_EVERY_MINUTES", 60, minimum=1)
+# LTI Dynamic Registration (service/lti/dynamic_registration.py) fetches the platform's
+# configuration over https only; http is for a development LMS (and the tests).
+LTI_REGISTRATION_ALLOW_HTTP = env_bool("LTI_REGISTRATION_ALLOW_HTTP", DEBUG)

@@ -17,7 +17,8 @@ from grader.rubric import Rubric, load_rubric
 from .keys import KeyField
 
 RUBRICS = settings.REPO / "rubrics"
-slug_shape = RegexValidator(r"^[a-z0-9][a-z0-9_-]{0,39}$", "lowercase letters, digits, - and _ (at most 40)")
+SLUG_PATTERN = "[a-z0-9][a-z0-9_-]{0,39}"  # also the URLs' shape (service.converters)
+slug_shape = RegexValidator(f"^{SLUG_PATTERN}$", "lowercase letters, digits, - and _ (at most 40)")
 
 
 class Role(models.TextChoices):
@@ -43,9 +44,16 @@ class Enrolment(models.Model):
     role = models.CharField(max_length=12, choices=Role.choices, default=Role.STUDENT)
     # The LMS's number for this person (Canvas's user id, from an LTI launch): grade exports match by it.
     lms_user_id = models.CharField(max_length=20, blank=True)
+    # When the LMS's roster stopped listing this person (None: in the course). Their submissions
+    # stay; they may read them but submit nothing more. A later launch or roster brings them back.
+    left_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["course", "user"], name="one_enrolment_per_course")]
+
+    @property
+    def active(self) -> bool:
+        return self.left_at is None
 
     def __str__(self) -> str:
         return f"{self.user} in {self.course} ({self.role})"

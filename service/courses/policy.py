@@ -16,9 +16,13 @@ from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
 
 from ..accounts.identity import signed_in
+from ..lti.passback import scores_changed
+from ..numbers import StrictFloatField, StrictIntegerField
 from ..submissions.models import AuditEntry, Kind, Submission
 from .access import assignment_for
 from .models import STAFF_ROLES, Assignment, Extension, Role
+from .people import labelled
+from .refusals import form_errors
 
 LOCAL_TIME = "%Y-%m-%dT%H:%M"  # what <input type="datetime-local"> sends
 EARLIEST, LATEST = datetime(2000, 1, 1, tzinfo=UTC), datetime(2100, 1, 1, tzinfo=UTC)
@@ -40,8 +44,8 @@ class Moment(forms.DateTimeField):
 class PolicyForm(forms.ModelForm):  # type: ignore[type-arg]  # not subscriptable at run time
     due_at = Moment()
     hard_close_at = Moment(required=False)
-    late_penalty_per_day = forms.FloatField(min_value=0.0, max_value=100.0)
-    grace_minutes = forms.IntegerField(min_value=0, max_value=7 * 24 * 60)
+    late_penalty_per_day = StrictFloatField(min_value=0.0, max_value=100.0)
+    grace_minutes = StrictIntegerField(min_value=0, max_value=7 * 24 * 60)
 
     class Meta:
         model = Assignment
@@ -72,15 +76,9 @@ def reprice(assignment: Assignment, user_id: int | None = None) -> int:
         if penalty != submission.late_penalty:
             Submission.objects.filter(pk=submission.pk).update(late_penalty=penalty)
             changed += 1
+    # The policy also moves the hidden results' release and may change which submission counts.
+    scores_changed(assignment.pk, None if user_id is None else [user_id])
     return changed
-
-
-def _errors(form: forms.BaseForm) -> HttpResponse:
-    lines = []
-    for field, errors in form.errors.items():
-        said = " ".join(str(error) for error in errors)
-        lines.append(said if field == "__all__" else f"{field}: {said}")
-    return HttpResponse("Nothing was changed.\n" + "\n".join(lines), status=400, content_type="text/plain")
 
 
 @login_required
@@ -93,7 +91,7 @@ def policy(request: HttpRequest, slug: str) -> HttpResponse:
         raise Http404
     form = PolicyForm(request.POST, instance=assignment)
     if not form.is_valid():
-        return _errors(form)
+        return form_errors(form)
     with transaction.atomic():
         saved = form.save()
         repriced = reprice(saved)
@@ -113,7 +111,7 @@ def extension(request: HttpRequest, slug: str) -> HttpResponse:
         raise Http404
     form = ExtensionForm(request.POST)
     if not form.is_valid():
-        return _errors(form)
+        return form_errors(form)
     username, due = form.cleaned_data["username"], form.cleaned_data["due_at"]
     student = User.objects.filter(
         username=username,
@@ -135,6 +133,6 @@ def extension(request: HttpRequest, slug: str) -> HttpResponse:
             Extension.objects.update_or_create(assignment=assignment, user=student, defaults={"due_at": due})
         repriced = reprice(assignment, student.pk)
         what = f"due {due:%Y-%m-%d %H:%M}" if due else "withdrawn"
-        detail = f"{student.username} on {slug}: {what}; {repriced} re-priced"
+        detail = f"{labelled(student)} on {slug}: {what}; {repriced} re-priced"
         AuditEntry.objects.create(actor=signed_in(request), action="extension", detail=detail)
     return redirect("class-view", slug=assignment.slug)

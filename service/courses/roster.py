@@ -39,6 +39,8 @@ def enrol_csv(slug: str, text: str) -> RosterOutcome:
     assignment = Assignment.objects.select_related("course").filter(slug=slug).first()
     if assignment is None:
         raise RosterError(f"no assignment {slug!r}")
+    if "\x00" in text:
+        raise RosterError("it contains a NUL character: is it a CSV text file?")
     reader = csv.reader(io.StringIO(text))
     try:
         rows = [r for r in reader if r and any(cell.strip() for cell in r)]

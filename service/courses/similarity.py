@@ -22,6 +22,7 @@ from ..submissions.standing import counted_submission
 from ..submissions.views import feedback_policy
 from .access import assignment_for
 from .models import STAFF_ROLES, Assignment, Enrolment, Role
+from .people import labelled
 
 
 def _files(
@@ -45,7 +46,7 @@ def _files(
                 .first()
             )
         if chosen is not None:
-            out.append((enrolment.user.username, chosen))
+            out.append((labelled(enrolment.user), chosen))  # staff read names; the username tells two apart
     return out
 
 

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 from dataclasses import dataclass, replace
+from datetime import datetime
 from urllib.parse import unquote
 
+from django import forms
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
+from django.core.validators import MaxValueValidator
 from django.db import transaction
 from django.db.models import Q
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
@@ -18,25 +23,44 @@ from django.views.decorators.http import require_GET, require_POST
 
 from grader.report.canvas import canvas_csv
 from grader.report.class_report import render_class_report
-from grader.report.csv_export import grades_csv
+from grader.report.csv_export import grades_csv, text_cell
 from grader.report.gradescope import to_gradescope
 from grader.report.prairielearn import to_prairielearn
 from grader.results import SubmissionResult
 from grader.results_io import result_from_json
 
 from ..accounts.identity import signed_in
+from ..accounts.throttle import locked_usernames, unlock
 from ..lti.claims import LTI_PREFIX
+from ..lti.lms_roster import request_sync
+from ..lti.models import RosterSource, RosterSync
+from ..lti.passback import class_status, score_changed
+from ..numbers import StrictFloatField
 from ..submissions.intake import enqueue
 from ..submissions.models import PENDING, SCORED, AuditEntry, Kind, Regrade, ScoreOverride, State, Submission
 from ..submissions.queue import Lane
 from ..submissions.standing import counted_submission
 from ..submissions.views import feedback_policy
-from .access import assignment_for, submission_for
+from .access import assignment_for, posted_username, submission_for
 from .models import STAFF_ROLES, Assignment, Counted, Enrolment, HiddenDetails, Role
+from .people import full_name, labelled
+from .refusals import form_errors
 from .roster import RosterError, enrol_csv
 from .similarity import headline
 
 MAX_REASON = 2000
+
+
+class OverrideForm(forms.Form):
+    score = StrictFloatField(min_value=0.0)
+    reason = forms.CharField(
+        max_length=MAX_REASON,
+        error_messages={"max_length": f"A reason is at most {MAX_REASON} characters (this one has %(show_value)d)."},
+    )
+
+    def __init__(self, data: QueryDict, *, limit: float) -> None:
+        super().__init__(data)
+        self.fields["score"].validators.append(MaxValueValidator(limit))
 
 
 def _staff_assignment(request: HttpRequest, slug: str) -> Assignment:
@@ -53,11 +77,14 @@ class Row:
     score: float | None
     submissions: list[Submission]
     before_regrade: float | None = None  # the score before the latest regrade, when there was one
+    lms: str = ""  # where the score stands in the LMS gradebook ("" when not launched from one)
+    left_at: datetime | None = None  # when the LMS stopped listing them (their work is kept)
 
 
 def _rows(assignment: Assignment) -> list[Row]:
     students = Enrolment.objects.filter(course=assignment.course, role=Role.STUDENT).select_related("user")
     rows = []
+    lms = class_status(assignment)
     for enrolment in students.order_by("user__username"):
         counted = counted_submission(assignment, enrolment.user_id)
         tries = Submission.objects.filter(assignment=assignment, user_id=enrolment.user_id, kind=Kind.SUBMIT)
@@ -69,6 +96,8 @@ def _rows(assignment: Assignment) -> list[Row]:
                 counted.counted_score if counted else None,
                 list(tries.defer("content", "result_json")[:50]),
                 regrade.old_score if regrade else None,
+                lms.get(enrolment.user_id, ""),
+                enrolment.left_at,
             )
         )
     return rows
@@ -90,8 +119,24 @@ def class_view(request: HttpRequest, slug: str) -> HttpResponse:
         "hidden_choices": HiddenDetails.choices,
         "similarity": headline(assignment, {row.user.pk: row.counted for row in rows}),
         "has_base_code": bool(assignment.base_code.strip()),
+        "locked": locked_usernames(row.user.username for row in rows),
+        "roster_status": _roster_status(assignment),
     }
     return render(request, "courses/class.html", context)
+
+
+def _roster_status(assignment: Assignment) -> str:
+    """The last roster sync from the LMS, in a sentence for the class view."""
+    sync = RosterSync.objects.filter(course=assignment.course).first()
+    if sync is None or sync.finished_at is None:
+        said = "No sync from the LMS yet."
+    else:
+        said = f"Last sync {timezone.localtime(sync.finished_at):%Y-%m-%d %H:%M}: {sync.message}."
+    if sync is not None and sync.requested_at and (sync.finished_at is None or sync.requested_at > sync.finished_at):
+        said += " A sync is waiting for the worker."
+    if not RosterSource.objects.filter(link__course=assignment.course).exists():
+        said += " The LMS gives the roster's address at a launch from a linked course: launch the grader from it first."
+    return said
 
 
 def _counted_results(assignment: Assignment) -> list[tuple[User, SubmissionResult]]:
@@ -121,7 +166,9 @@ def export(request: HttpRequest, slug: str, kind: str) -> HttpResponse:
     results = _counted_results(assignment)
     if kind == "grades.csv":
         tags = [section.tag for section in assignment.rubric().sections]
-        body = grades_csv([r for _, r in results], tags)
+        body = _with_names(
+            grades_csv([r for _, r in results], tags), {text_cell(u.username): full_name(u) for u, _ in results}
+        )
         return _download(body, "text/csv; charset=utf-8", f"{assignment.slug}-grades.csv")
     if kind == "canvas.csv":
         # Canvas matches by its user id (recorded at an LTI launch), else by SIS login id: a
@@ -146,6 +193,17 @@ def export(request: HttpRequest, slug: str, kind: str) -> HttpResponse:
     raise Http404
 
 
+def _with_names(grades: str, names: dict[str, str]) -> str:
+    """The grader's grades.csv with a ``name`` column after ``student`` (the username)."""
+    rows = list(csv.reader(io.StringIO(grades, newline="")))
+    out = io.StringIO(newline="")
+    writer = csv.writer(out, lineterminator="\r\n")
+    for number, row in enumerate(rows):
+        name = "name" if number == 0 else names.get(row[0], "")
+        writer.writerow([row[0], text_cell(name), *row[1:]])
+    return out.getvalue()
+
+
 MAX_ROSTER_BYTES = 1024 * 1024
 
 
@@ -167,6 +225,28 @@ def roster(request: HttpRequest, slug: str) -> HttpResponse:
         actor=signed_in(request),
         action="roster",
         detail=f"{outcome.created} created, {outcome.enrolled} enrolled, {outcome.already} already enrolled",
+    )
+    return redirect("class-view", slug=assignment.slug)
+
+
+@login_required
+@require_POST
+def unlock_sign_in(request: HttpRequest, slug: str) -> HttpResponse:
+    """Forget a student's failed sign-ins, so a locked account can sign in again: staff of a
+    course the student is enrolled in only (anyone else, any other name: 404)."""
+    assignment = _staff_assignment(request, slug)
+    username = posted_username(request.POST.get("username", ""))
+    if username is None:
+        raise Http404
+    enrolled = Enrolment.objects.filter(course=assignment.course, role=Role.STUDENT, user__username=username)
+    if not enrolled.exists():
+        raise Http404
+    removed = unlock(username)
+    student = enrolled.select_related("user").get().user
+    AuditEntry.objects.create(
+        actor=signed_in(request),
+        action="unlock",
+        detail=f"{labelled(student)}: sign-in unlocked ({removed} records removed)",
     )
     return redirect("class-view", slug=assignment.slug)
 
@@ -201,20 +281,21 @@ def override(request: HttpRequest, submission_id: int) -> HttpResponse:
     submission, role = submission_for(request.user, submission_id)
     if role not in STAFF_ROLES:
         raise Http404
-    reason = request.POST.get("reason", "").strip()[:MAX_REASON]
-    try:
-        score = float(request.POST.get("score", ""))
-    except ValueError:
-        score = -1.0
     limit = submission.max_score or submission.assignment.rubric().total
-    if not reason or not 0 <= score <= limit:
-        return HttpResponse(f"An override needs a score between 0 and {limit:g} and a reason.", status=400)
+    form = OverrideForm(request.POST, limit=limit)
+    if not form.is_valid():
+        return form_errors(form, f"An override needs a score between 0 and {limit:g} and a reason.")
+    score, reason = form.cleaned_data["score"], form.cleaned_data["reason"]
     with transaction.atomic():
         old = submission.counted_score
         ScoreOverride.objects.create(submission=submission, score=score, reason=reason, by=signed_in(request))
         AuditEntry.objects.create(
-            actor=signed_in(request), action="override", submission=submission, detail=f"{old} -> {score}: {reason}"
+            actor=signed_in(request),
+            action="override",
+            submission=submission,
+            detail=f"{labelled(submission.user)}: {old} -> {score}: {reason}",
         )
+        score_changed(submission.assignment_id, submission.user_id)
     return redirect("class-view", slug=submission.assignment.slug)
 
 
@@ -257,4 +338,20 @@ def regrade(request: HttpRequest, slug: str) -> HttpResponse:
             enqueue(submission, Lane.REGRADE)  # with today's sandbox and rubric
         detail = f"{len(targets)} submission(s) of {assignment.slug} ({which}) at {now:%Y-%m-%d %H:%M}"
         AuditEntry.objects.create(actor=signed_in(request), action="regrade", detail=detail)
+    return redirect("class-view", slug=assignment.slug)
+
+
+@login_required
+@require_POST
+def sync_roster(request: HttpRequest, slug: str) -> HttpResponse:
+    """Ask for the course's roster from its LMS (NRPS), read by a job on the queue ``lms``;
+    staff only. The outcome shows on the class view and in the audit entries."""
+    assignment = _staff_assignment(request, slug)
+    user = signed_in(request)
+    queued = request_sync(assignment.course_id, user.pk)
+    AuditEntry.objects.create(
+        actor=user,
+        action="lms_roster",
+        detail=f"{assignment.course.slug}: roster sync asked for" + ("" if queued else " (one was already waiting)"),
+    )
     return redirect("class-view", slug=assignment.slug)

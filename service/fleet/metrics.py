@@ -45,13 +45,20 @@ class QueueCollector(Collector):
         state = snapshot()
         depth = GaugeMetricFamily("autograder_queue_depth", "Jobs waiting or running, per lane", labels=["lane"])
         age = GaugeMetricFamily(
-            "autograder_oldest_job_age_seconds", "Age of the oldest waiting or running job, per lane", labels=["lane"]
+            "autograder_oldest_job_age_seconds",
+            "Seconds the oldest waiting job has waited since it was queued, per lane",
+            labels=["lane"],
+        )
+        students = GaugeMetricFamily(
+            "autograder_students_waiting", "Students with at least one job waiting, per lane", labels=["lane"]
         )
         for lane, figures in state["lanes"].items():
             depth.add_metric([lane], figures["depth"])
             age.add_metric([lane], figures["oldest_age_seconds"])
+            students.add_metric([lane], figures["students_waiting"])
         yield depth
         yield age
+        yield students
         jobs = GaugeMetricFamily("autograder_submissions", "Submissions per status", labels=["status"])
         counts = dict(Submission.objects.values_list("state").annotate(n=Count("id")).values_list("state", "n"))
         for status in State:

@@ -8,4 +8,4 @@ class LtiConfig(AppConfig):
     label = "service_lti"
 
     def ready(self) -> None:
-        from . import checks  # noqa: F401  (registers the system checks)
+        from . import checks, framing  # noqa: F401  (register the system checks; forget origins on a save)

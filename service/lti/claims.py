@@ -20,6 +20,7 @@ LTI = "https://purl.imsglobal.org/spec/lti/claim/"
 ROLES = LTI + "roles"
 CONTEXT = LTI + "context"
 CUSTOM = LTI + "custom"
+NRPS = "https://purl.imsglobal.org/spec/lti-nrps/claim/namesroleservice"
 
 MEMBERSHIP = "http://purl.imsglobal.org/vocab/lis/v2/membership"
 
@@ -152,3 +153,27 @@ def canvas_user_id(claims: Claims) -> str:
     the id a Canvas gradebook import matches rows by. "" when absent or not a plain number."""
     value = custom_text(claims, "canvas_user_id")
     return value if value is not None and value.isascii() and value.isdigit() and len(value) <= 20 else ""
+
+
+AGS_ENDPOINT = "https://purl.imsglobal.org/spec/lti-ags/claim/endpoint"
+_MAX_SERVICE_URL = 1000
+
+
+def ags_endpoint(claims: Claims) -> tuple[str, str, tuple[str, ...]] | None:
+    """The Assignment and Grade Services claim: the line items URL, the link's own line item URL
+    ("" for either when absent) and the AGS scopes granted; None when the launch has no usable
+    claim. Where the URLs point is checked against the registration by the caller."""
+    endpoint = claims.get(AGS_ENDPOINT)
+    if not isinstance(endpoint, dict):
+        return None
+    urls = []
+    for name in ("lineitems", "lineitem"):
+        value = endpoint.get(name)
+        if value is not None and (not isinstance(value, str) or len(value) > _MAX_SERVICE_URL):
+            return None
+        urls.append(value or "")
+    raw = endpoint.get("scope")
+    scopes = tuple(sorted({s for s in raw if isinstance(s, str) and len(s) <= 200})) if isinstance(raw, list) else ()
+    if not any(urls) or not scopes:
+        return None
+    return urls[0], urls[1], scopes[:10]

@@ -26,9 +26,10 @@ from django.http import Http404, HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.decorators import method_decorator
 from django.views.decorators.http import require_GET
 from lti_tool import views as lti_views
-from lti_tool.models import Key
+from lti_tool.models import Key, LtiRegistration
 from lti_tool.utils import DjangoToolConfig
 from pylti1p3.contrib.django.launch_data_storage.cache import DjangoCacheDataStorage
 from pylti1p3.contrib.django.oidc_login import DjangoOIDCLogin
@@ -36,6 +37,7 @@ from pylti1p3.exception import LtiException, OIDCException
 
 from ..courses.access import assignment_for
 from ..courses.models import Course, Enrolment, Role
+from . import deep_linking, lms_roster, login_limits
 from .claims import (
     ClaimProblem,
     Claims,
@@ -46,8 +48,10 @@ from .claims import (
     custom_text,
     subject,
 )
+from .framing import frameable_by_platforms
+from .gradebook import remember_launch
 from .identity import AccountRefused, user_for_launch
-from .models import LinkProblem, SpentNonce, linked_course
+from .models import CourseLink, LinkProblem, SpentNonce, linked_course
 
 logger = logging.getLogger(__name__)
 
@@ -66,22 +70,66 @@ def launch_url() -> str:
     return settings.SITE_ROOT + reverse("lti-launch")
 
 
+class ToolConfigFor(DjangoToolConfig):  # type: ignore[misc]  # django-lti is untyped
+    """django-lti's registration lookup, for a login that names no client id (optional in the
+    spec): the issuer's one active registration stands for it."""
+
+    def __init__(self, client_id: str) -> None:
+        super().__init__()
+        self.only_client_id = client_id
+
+    def find_registration_by_params(self, iss: str, client_id: str | None, *args: object, **kwargs: object) -> Any:
+        return super().find_registration_by_params(iss, client_id or self.only_client_id, *args, **kwargs)
+
+
+def tool_config_for(params: QueryDict) -> DjangoToolConfig | str:
+    """The lookup for this login; without a client id, the issuer's only registration, or the
+    reason there is none."""
+    if params.get("client_id"):
+        return DjangoToolConfig(None)
+    issuer = params.get("iss") or ""
+    found = list(LtiRegistration.objects.active().filter(issuer=issuer[:256]).values_list("client_id", flat=True)[:2])
+    if not found:
+        return "The grader has no active registration for this LMS."
+    if len(found) > 1:
+        return "The grader has several registrations for this LMS: the login must name its client_id."
+    return ToolConfigFor(found[0])
+
+
+@method_decorator(frameable_by_platforms, name="dispatch")
 class LoginView(lti_views.OIDCLoginInitView):  # type: ignore[misc]  # django-lti is untyped
     """OIDC third-party login initiation (GET or POST from the platform); CSRF-exempt by django-lti.
 
     django-lti answers with pylti1p3's cookie-check page first, which needs an inline script our
-    CSP refuses. The service is opened in its own window (every page denies framing), where the
-    plain redirect is all that is needed.
+    CSP refuses; the plain redirect is all that is needed. The LMS loads it in its iframe: the
+    registered platforms may frame it.
     """
 
     def get_oidc_response(self, request: HttpRequest, registration_uuid: object, params: QueryDict) -> HttpResponse:
         if not params.get("target_link_uri"):
             return refused(request, 400, "Not an LTI login", "The login request has no target_link_uri.")
+        wait = login_limits.seconds_until_allowed(request)
+        if wait:
+            slow_down = refused(
+                request, 429, "Too many logins", f"Too many LTI logins from your network: try again in {wait} s."
+            )
+            slow_down["Retry-After"] = str(wait)
+            return slow_down
+        if login_limits.store_full():
+            full = refused(
+                request, 503, "Too many launches at once", "Too many launches are in progress: try again in a minute."
+            )
+            full["Retry-After"] = "60"
+            return full
+        tool_config = tool_config_for(params)
+        if isinstance(tool_config, str):
+            return refused(request, 400, "This LMS is not registered", tool_config)
         # pylti1p3's Django classes have no annotations (the package is otherwise typed).
         storage = DjangoCacheDataStorage()  # type: ignore[no-untyped-call]
-        oidc_login = DjangoOIDCLogin(  # type: ignore[no-untyped-call]
-            request, DjangoToolConfig(registration_uuid), launch_data_storage=storage
-        )
+        oidc_login = DjangoOIDCLogin(request, tool_config)  # type: ignore[no-untyped-call]
+        oidc_login.set_launch_data_storage(storage)
+        # The nonce this login stores must outlive the trip to the LMS and back, not a day.
+        oidc_login.set_launch_data_lifetime(settings.LTI_LOGIN_STATE_SECONDS)
         try:
             response: HttpResponse = oidc_login.redirect(launch_url())
         except (OIDCException, LtiException) as error:
@@ -99,6 +147,7 @@ class LoginView(lti_views.OIDCLoginInitView):  # type: ignore[misc]  # django-lt
         return response
 
 
+@method_decorator(frameable_by_platforms, name="dispatch")
 class LaunchView(lti_views.LtiLaunchBaseView):  # type: ignore[misc]  # django-lti is untyped
     """The platform's signed launch (POST, CSRF-exempt by django-lti: the id_token is the proof)."""
 
@@ -152,6 +201,8 @@ class LaunchView(lti_views.LtiLaunchBaseView):  # type: ignore[misc]  # django-l
                 lms_id = canvas_user_id(claims)
                 if lms_id and enrolment.lms_user_id != lms_id:
                     Enrolment.objects.filter(pk=enrolment.pk).update(lms_user_id=lms_id)
+                remember_launch(deployment, context, course, user, enrolment.role, sub, claims)
+                lms_roster.note_launch(enrolment, exact, deployment, claims)
         except ClaimProblem as problem:
             return refused(request, 400, "This launch could not be used", str(problem))
         except LinkProblem as problem:
@@ -168,7 +219,8 @@ class LaunchView(lti_views.LtiLaunchBaseView):  # type: ignore[misc]  # django-l
             )
         except AccountRefused as problem:
             return refused(request, 403, "Sign in with your password", str(problem))
-        login(request, user)
+        # Of the two sign-in backends (settings.py), the one that loads users.
+        login(request, user, backend="django.contrib.auth.backends.ModelBackend")
         return redirect(_landing(user, course, claims))
 
     def handle_inactive_deployment(self, request: HttpRequest, lti_launch: Any) -> HttpResponse:
@@ -182,7 +234,48 @@ class LaunchView(lti_views.LtiLaunchBaseView):  # type: ignore[misc]  # django-l
         )
 
     def handle_deep_linking_launch(self, request: HttpRequest, lti_launch: Any) -> HttpResponse:
-        return _unsupported(request, "Deep linking")
+        """An instructor adding the grader to their LMS course: signed in, then the picker.
+
+        As in a resource launch, the LMS's instructor role counts only through the context's own
+        link; an LMS course not linked yet admits someone who already teaches a course here, to
+        link it (deep_linking.picker). Everyone else is refused before an account is touched.
+        """
+        claims: Claims = lti_launch.get_launch_data()
+        deployment = lti_launch.deployment
+        context = context_id(claims)
+        try:
+            issuer, sub = subject(claims)
+            if course_role(claims) != Role.INSTRUCTOR:
+                return refused(
+                    request, 403, "Instructors only", "Only an instructor of the LMS course can add the grader to it."
+                )
+            deep_linking.return_url(claims, lti_launch.registration)
+            if not context:
+                raise ClaimProblem("The deep linking request names no LMS course (context).")
+            _first_use(issuer, claims)
+            exact = CourseLink.objects.filter(deployment=deployment, context_id=context).first()
+            with transaction.atomic():
+                user = user_for_launch(lti_launch.user, issuer, sub, claims)
+                if exact is not None:
+                    Enrolment.objects.update_or_create(
+                        course=exact.course, user=user, defaults={"role": Role.INSTRUCTOR}
+                    )
+                elif not deep_linking.teaching(user):
+                    raise LinkProblem("This LMS course is not linked to a course of the grader.")
+        except ClaimProblem as problem:
+            return refused(request, 400, "This launch could not be used", str(problem))
+        except LinkProblem as problem:
+            return refused(
+                request,
+                403,
+                "This course is not linked",
+                f"{problem} Ask the grader's staff to link it (Admin, LTI course links).",
+                [("Deployment", deployment.deployment_id), ("Context id", context)],
+            )
+        except AccountRefused as problem:
+            return refused(request, 403, "Sign in with your password", str(problem))
+        login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+        return redirect("lti-deep-link")
 
     def handle_submission_review_launch(self, request: HttpRequest, lti_launch: Any) -> HttpResponse:
         return _unsupported(request, "Submission review")

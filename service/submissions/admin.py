@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from django.contrib import admin
 
+from ..courses.people import labelled
 from .models import AuditEntry, ScoreOverride, Submission
 
 
@@ -25,6 +26,11 @@ class ScoreOverrideAdmin(admin.ModelAdmin):  # type: ignore[type-arg]  # not sub
 
 @admin.register(AuditEntry)
 class AuditEntryAdmin(admin.ModelAdmin):  # type: ignore[type-arg]  # not subscriptable at run time
-    list_display = ("at", "actor", "action", "submission")
+    list_display = ("at", "actor_name", "action", "submission", "detail")
     list_filter = ("action",)
+    list_select_related = ("actor",)
     readonly_fields = ("at", "actor", "action", "submission", "detail")
+
+    @admin.display(description="actor", ordering="actor__last_name")
+    def actor_name(self, entry: AuditEntry) -> str:
+        return labelled(entry.actor)

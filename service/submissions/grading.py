@@ -21,6 +21,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from grader.errors import GraderError
+from grader.judge.status import MACHINE_LATE_DETAIL
 from grader.pipeline import grade_source
 from grader.results import Status, Visibility
 from grader.results_io import result_to_json
@@ -28,11 +29,15 @@ from grader.runners.base import ContainerLimits, Runner
 from grader.runners.warm_pool import WarmPool
 
 from ..fleet import registry
+from ..lti.passback import score_changed
 from .models import GradingRun, Kind, State, Submission
 from .queue import Lane
 
 log = logging.getLogger(__name__)
 _runners = threading.local()
+
+
+MACHINE_LATE_TRIES = 2
 
 
 class InfraFailure(Exception):
@@ -148,7 +153,10 @@ def _superseded_meanwhile(submission: Submission, now: datetime) -> bool:
         cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [submission.assignment_id, submission.user_id])
     newer = (
         Submission.objects.filter(
-            assignment_id=submission.assignment_id, user_id=submission.user_id, kind=Kind.SUBMIT, received_at__gt=submission.received_at
+            assignment_id=submission.assignment_id,
+            user_id=submission.user_id,
+            kind=Kind.SUBMIT,
+            received_at__gt=submission.received_at,
         )
         .exclude(state=State.UNGRADABLE)
         .order_by("received_at")
@@ -175,7 +183,9 @@ def _mismatch(submission: Submission, *, final_attempt: bool) -> str:
         if final_attempt:
             submission.rubric_sha256 = rubric_sha256(path)
             Submission.objects.filter(pk=submission.pk).update(rubric_sha256=submission.rubric_sha256)
-            log.warning("submission %s: %s changed after it was queued; graded with the current file", submission.pk, path.name)
+            log.warning(
+                "submission %s: %s changed after it was queued; graded with the current file", submission.pk, path.name
+            )
             return ""
         return f"the rubric {path.name} on this host differs from the one the job was queued with"
     return ""
@@ -231,13 +241,22 @@ def grade(submission_id: int, *, final_attempt: bool) -> str:
         )
     except Exception as error:  # a rubric gone from this host, a fault of the grader's own: never the student's
         log.exception("grading submission %s failed in the grader", submission.pk)
-        _give_back(submission, run, f"the grader failed: {type(error).__name__}: {error}"[:500], final_attempt=final_attempt)
+        _give_back(
+            submission, run, f"the grader failed: {type(error).__name__}: {error}"[:500], final_attempt=final_attempt
+        )
         return State.INFRA_ERROR.value
     result = graded.result
     if result.status is Status.INFRA_ERROR:
         _stop_if_engine_gone()
+        # A grading that ran into its real-time net held a slot for the whole of it: one more
+        # try (the machine may have been busy), not five, so no file keeps a slot for hours.
+        late = result.status_detail == MACHINE_LATE_DETAIL and submission.attempts >= MACHINE_LATE_TRIES
         _give_back(
-            submission, run, result.status_detail, final_attempt=final_attempt, result_json=result_to_json(result)
+            submission,
+            run,
+            result.status_detail,
+            final_attempt=final_attempt or late,
+            result_json=result_to_json(result),
         )
         return State.INFRA_ERROR.value
     now = timezone.now()
@@ -258,6 +277,8 @@ def grade(submission_id: int, *, final_attempt: bool) -> str:
         GradingRun.objects.filter(pk=run.pk).update(
             finished_at=now, outcome=result.status.value if written else "discarded"
         )
+        if written and submission.kind == Kind.SUBMIT:
+            score_changed(submission.assignment_id, submission.user_id)  # to the LMS, in this transaction
     if not written:
         log.warning("submission %s changed while it was graded; result not written", submission.pk)
     return str(result.status.value)

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from grader.intake.source import source_problem
@@ -19,7 +20,7 @@ from grader.intake.source import source_problem
 from ..accounts.models import TokenBucket
 from ..courses.models import Assignment
 from .models import PENDING, Kind, State, Submission
-from .queue import LANE_PRIORITY, Lane, students_queue_depth
+from .queue import Lane, job_priority, student_lock, student_rank, students_queue_depth
 
 MAX_NAME = 200
 
@@ -57,8 +58,12 @@ def receive(assignment: Assignment, user: AbstractBaseUser, kind: Kind, name: st
     transaction: an accepted upload is never lost between the web and the queue."""
     from .tasks import grade_submission  # the task module imports Django models: import late
 
+    from ..courses.access import has_left
+
     now = timezone.now()
     user_id = int(user.pk)
+    if has_left(user_id, assignment.course_id):
+        return Refusal(403, "you are no longer enrolled in this course (your LMS says so): nothing can be submitted")
     if kind is Kind.SUBMIT and assignment.closed_for(user_id, now):
         return Refusal(403, "this assignment is closed: no more counted submissions")
     if kind is Kind.SUBMIT:
@@ -85,11 +90,10 @@ def receive(assignment: Assignment, user: AbstractBaseUser, kind: Kind, name: st
     max_bytes = min(settings.MAX_UPLOAD_BYTES, rubric.limits.max_file_kb * 1024)
     problem = upload_problem(name, raw, rubric.filename, max_bytes)
     with transaction.atomic():
-        if kind is Kind.SUBMIT:
-            # One student's counted uploads are received one at a time, so two at once cannot
-            # both stay queued (each would miss the other's uncommitted row).
-            with connection.cursor() as cursor:
-                cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [assignment.pk, user_id])
+        # One student's uploads to an assignment are received one at a time, so two at once
+        # cannot both stay queued (each would miss the other's uncommitted row).
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [assignment.pk, user_id])
         submission = Submission.objects.create(
             assignment=assignment,
             user_id=user_id,
@@ -108,29 +112,50 @@ def receive(assignment: Assignment, user: AbstractBaseUser, kind: Kind, name: st
             submission.finished_at = now
             submission.save(update_fields=["detail", "finished_at"])
             return submission
-        if kind is Kind.SUBMIT:
-            # One pending counted job per student and assignment: the older one is superseded
-            # (kept, marked), never silently dropped.
-            # A staff regrade of an older one is not the student's to cancel: submit lane only.
-            (
-                Submission.objects.filter(
-                    assignment=assignment, user_id=user_id, kind=Kind.SUBMIT, state=State.QUEUED, lane=Lane.SUBMIT.value
-                )
-                .exclude(pk=submission.pk)
-                .update(state=State.SUPERSEDED, finished_at=now, detail=f"replaced by submission #{submission.pk}")
-            )
         lane = Lane.SELF_CHECK if kind is Kind.SELF_CHECK else Lane.SUBMIT
+        supersede_queued(submission, lane, now)
         enqueue(submission, lane)
     return submission
 
 
+def supersede_queued(submission: Submission, lane: Lane, now: datetime) -> int:
+    """One queued job per student, assignment and lane: the older ones are superseded (kept,
+    marked, their jobs cancelled), never silently dropped. A running one finishes; a staff
+    regrade is not the student's to cancel (it has its own lane)."""
+    from procrastinate.contrib.django.models import ProcrastinateJob
+
+    older = Submission.objects.filter(
+        assignment_id=submission.assignment_id,
+        user_id=submission.user_id,
+        kind=submission.kind,
+        state=State.QUEUED,
+        lane=lane.value,
+    ).exclude(pk=submission.pk)
+    job_ids = [job_id for job_id in older.values_list("job_id", flat=True) if job_id is not None]
+    count = older.update(state=State.SUPERSEDED, finished_at=now, detail=f"replaced by submission #{submission.pk}")
+    if job_ids:  # a worker that fetched one meanwhile finds it superseded and skips it
+        ProcrastinateJob.objects.filter(id__in=job_ids, status="todo").update(status="cancelled")
+    return count
+
+
 def position(submission: Submission) -> int | None:
-    """How many jobs of the same lane were received before this one and wait or run (1 = next)."""
+    """Where the job stands in its lane (1 = next): the jobs of the lane that run now or will be
+    taken before it (a higher priority, or the same and queued earlier)."""
+    from procrastinate.contrib.django.models import ProcrastinateJob
+
     if submission.state not in PENDING:
         return None
-    ahead = Submission.objects.filter(
-        lane=submission.lane, state__in=PENDING, received_at__lte=submission.received_at
-    ).exclude(pk=submission.pk)
+    if submission.state == State.RUNNING or submission.job_id is None:
+        return 1
+    mine = ProcrastinateJob.objects.filter(id=submission.job_id).values_list("priority", flat=True).first()
+    if mine is None:
+        return 1
+    lane_jobs = ProcrastinateJob.objects.filter(
+        queue_name__startswith=f"{submission.lane}.", status__in=("todo", "doing")
+    )
+    ahead = lane_jobs.filter(
+        Q(status="doing") | Q(priority__gt=mine) | Q(priority=mine, id__lt=submission.job_id)
+    ).exclude(id=submission.job_id)
     return ahead.count() + 1
 
 
@@ -143,7 +168,9 @@ def enqueue(submission: Submission, lane: Lane) -> None:
     submission.recipe = current_recipe()
     submission.rubric_sha256 = rubric_sha256(submission.assignment.rubric_path())
     submission.lane = lane.value
-    submission.job_id = grade_submission.configure(queue=queue_for(lane), priority=LANE_PRIORITY[lane]).defer(
-        submission_id=submission.pk
-    )
-    submission.save(update_fields=["recipe", "rubric_sha256", "lane", "job_id"])
+    submission.queued_at = timezone.now()
+    rank = student_rank(submission.user_id, lane, exclude=submission.pk)
+    submission.job_id = grade_submission.configure(
+        queue=queue_for(lane), priority=job_priority(lane, rank), lock=student_lock(submission.user_id, lane)
+    ).defer(submission_id=submission.pk)
+    submission.save(update_fields=["recipe", "rubric_sha256", "lane", "queued_at", "job_id"])

@@ -60,6 +60,9 @@ class Submission(models.Model):
     rubric_sha256 = models.CharField(max_length=64, blank=True)
     job_id = models.BigIntegerField(null=True, blank=True)
     lane = models.CharField(max_length=16, default="")
+    # When its current job was queued (a regrade or a requeue queues it again): a job's age on
+    # the health page counts from here, never from the upload.
+    queued_at = models.DateTimeField(null=True, blank=True)
     attempts = models.PositiveIntegerField(default=0, help_text="sandbox runs, infrastructure failures included")
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)

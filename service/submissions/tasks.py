@@ -15,9 +15,7 @@ from . import grading, stranded
 # job) are retried with growing waits; the last attempt records infra_error, which is never
 # scored and never counts as an attempt. A retried job finds its submission still running
 # and grades it; only the run that writes the result counts.
-GRADE_RETRY = RetryStrategy(
-    max_attempts=6, exponential_wait=5, retry_exceptions={grading.InfraFailure, DatabaseError}
-)
+GRADE_RETRY = RetryStrategy(max_attempts=6, exponential_wait=5, retry_exceptions={grading.InfraFailure, DatabaseError})
 
 
 @app.task(name="grade_submission", pass_context=True, retry=GRADE_RETRY)
@@ -47,3 +45,11 @@ async def retry_stalled() -> int:
 @app.task(name="requeue_stranded_submissions", queue="maintenance", queueing_lock="requeue_stranded", pass_context=True)
 def requeue_stranded_submissions(context: JobContext, timestamp: int) -> int:
     return stranded.requeue_stranded()
+
+
+@app.periodic(cron="* * * * *")
+@app.task(name="purge_anonymous_state", queue="maintenance", queueing_lock="purge_anonymous_state", pass_context=True)
+def purge_anonymous_state(context: JobContext, timestamp: int) -> tuple[int, int]:
+    from ..lti import login_limits
+
+    return login_limits.purge()

@@ -10,7 +10,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
-from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.decorators.http import require_GET, require_http_methods
 
 from grader.report.html import render_feedback_html
 from grader.results_io import result_from_json
@@ -18,17 +18,21 @@ from grader.results_io import result_from_json
 from ..accounts.identity import signed_in
 from ..courses.access import assignment_for, submission_for
 from ..courses.models import STAFF_ROLES, Assignment, Counted, Enrolment, HiddenDetails
+from ..lti.framing import frameable_by_platforms
 from .intake import Refusal, body_too_large, position, receive
 from .models import Kind, Submission
 from .standing import counted_submission
 from .visibility import detail_for, student_view
 
 
+@frameable_by_platforms  # a launch lands here, inside the LMS's iframe
 @login_required
 @require_GET
 def home(request: HttpRequest) -> HttpResponse:
-    enrolments = Enrolment.objects.filter(user=signed_in(request)).select_related("course").prefetch_related(
-        "course__assignments"
+    enrolments = (
+        Enrolment.objects.filter(user=signed_in(request))
+        .select_related("course")
+        .prefetch_related("course__assignments")
     )
     return render(request, "submissions/home.html", {"enrolments": enrolments})
 
@@ -45,6 +49,7 @@ def _counted_for(assignment: Assignment, user_id: int, staff: bool) -> Submissio
     return None if withheld else counted_submission(assignment, user_id)
 
 
+@frameable_by_platforms  # a launch lands here, inside the LMS's iframe
 @login_required
 @require_http_methods(["GET", "POST"])
 def assignment_page(request: HttpRequest, slug: str) -> HttpResponse:
@@ -85,6 +90,7 @@ def assignment_page(request: HttpRequest, slug: str) -> HttpResponse:
     return response
 
 
+@frameable_by_platforms  # a launch lands here, inside the LMS's iframe
 @login_required
 @require_GET
 def submission_page(request: HttpRequest, submission_id: int) -> HttpResponse:
@@ -113,6 +119,7 @@ def submission_status(request: HttpRequest, submission_id: int) -> HttpResponse:
     return JsonResponse(body)
 
 
+@frameable_by_platforms  # a launch lands here, inside the LMS's iframe
 @login_required
 @require_GET
 def feedback(request: HttpRequest, submission_id: int) -> HttpResponse:

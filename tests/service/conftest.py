@@ -54,3 +54,14 @@ def cast(db: Any) -> Cast:
 
     call_command("createcachetable", verbosity=0)  # the database cache, in this test database
     return Cast()
+
+
+@pytest.fixture(autouse=True)
+def no_remembered_platforms() -> Iterator[None]:
+    """Each test starts with the platforms its own database holds: the origins allowed to frame
+    pages are kept a minute per process, and a test's flush sends no signal that forgets them."""
+    from service.lti.framing import forget_platform_origins
+
+    forget_platform_origins()
+    yield
+    forget_platform_origins()

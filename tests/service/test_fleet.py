@@ -39,12 +39,19 @@ def test_the_health_page_lists_live_workers_with_host_and_image(cast: Cast) -> N
         host="grader-3", pid=7, lanes="submit", concurrency=1, last_heartbeat=timezone.now() - timedelta(hours=1)
     )
     GradingWorker.objects.create(host="grader-4", pid=8, lanes="submit", concurrency=1, stopped_at=timezone.now())
-    data = cast.client(cast.ta).get("/health/?json").json()
+    from django.contrib.auth.models import User
+
+    operator = User.objects.create_superuser("root", "root@example.edu", cast.password)
+    data = cast.client(operator).get("/health/?json").json()
     assert [(w["host"], w["pid"], w["image"], w["concurrency"]) for w in data["workers"]] == [
         (live.host, 41, IDENTITY.image, 4)
     ]
-    page = cast.client(cast.instructor).get("/health/").content.decode()
+    page = cast.client(operator).get("/health/").content.decode()
     assert "grader-2" in page and IDENTITY.image in page and "grader-3" not in page
+    # A course's staff learn how many slots grade, never where.
+    staff = cast.client(cast.instructor).get("/health/").content.decode()
+    assert "grader-2" not in staff and IDENTITY.image not in staff
+    assert cast.client(cast.ta).get("/health/?json").json()["grading_slots"] == 4
     assert cast.client(cast.student).get("/health/").status_code == 404
 
 

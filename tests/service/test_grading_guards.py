@@ -107,3 +107,24 @@ def test_a_stranded_submission_is_queued_again_in_its_lane(cast: Cast) -> None:
     assert ProcrastinateJob.objects.get(id=orphan.job_id).status == "cancelled"  # no old worker takes it too
     assert Submission.objects.get(pk=healthy.pk).job_id == healthy.job_id
     assert stranded.requeue_stranded() == 0
+
+
+def test_a_grading_that_ran_into_its_real_time_net_is_tried_once_more_not_five_times(
+    cast: Cast, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from types import SimpleNamespace
+
+    from grader.judge.status import MACHINE_LATE_DETAIL
+    from grader.results import Status
+
+    late = SimpleNamespace(result=SimpleNamespace(status=Status.INFRA_ERROR, status_detail=MACHINE_LATE_DETAIL))
+    monkeypatch.setattr(grading, "runner", lambda: EngineDown())  # never used: the grading is replaced
+    monkeypatch.setattr(grading, "grade_source", lambda *args, **kwargs: late)
+    monkeypatch.setattr(grading, "result_to_json", lambda result: "{}")
+    submission = upload(cast.client(cast.student))
+    with pytest.raises(grading.InfraFailure):
+        grading.grade(submission.pk, final_attempt=False)  # the machine may have been busy: once more
+    assert Submission.objects.get(pk=submission.pk).state == State.QUEUED
+    assert grading.grade(submission.pk, final_attempt=False) == State.INFRA_ERROR  # no third slot-long try
+    ended = Submission.objects.get(pk=submission.pk)
+    assert (ended.state, ended.score, ended.detail) == (State.INFRA_ERROR, None, MACHINE_LATE_DETAIL)

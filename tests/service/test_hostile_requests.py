@@ -261,3 +261,22 @@ def test_a_hidden_checks_counterexample_is_shown_only_as_the_rubric_allows(cast:
     cast.assignment.save()
     released = client.get(f"/submissions/{submission.pk}/feedback/").content.decode()
     assert "L = x * x" in released and "Random DAGs secret title" in released
+
+
+def test_text_no_column_can_hold_is_refused_saying_why(cast: Cast) -> None:
+    client, staff = cast.client(cast.student), cast.client(cast.instructor)
+    submission = upload(client)
+    assert client.get("/a/a8%00/").status_code == 400  # the NUL is refused before any route matches
+    assert client.get("/a/A8/").status_code == 404  # not a slug's shape: no route
+    assert client.get("/submissions/" + "9" * 30 + "/").status_code == 404
+    api = Client().post("/api/v1/assignments/a8%00x/submissions")
+    assert api.status_code == 400 and "NUL" in api.json()["error"]
+    override = f"/submissions/{submission.pk}/override/"
+    long = staff.post(override, {"score": "1", "reason": "x" * 2001})
+    assert long.status_code == 400 and b"at most 2000 characters" in long.content
+    nul = staff.post(override, {"score": "1", "reason": "a\x00b"})
+    assert nul.status_code == 400 and b"Null characters are not allowed" in nul.content
+    for score in ("nan", "inf", "1e309", "\uff11", "1_0"):
+        assert staff.post(override, {"score": score, "reason": "by hand"}).status_code == 400
+    assert not submission.overrides.exists()
+    assert staff.post(override, {"score": "1.5", "reason": "by hand"}).status_code == 302

@@ -11,7 +11,9 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -19,17 +21,22 @@ from urllib.parse import parse_qs, urlsplit
 
 import jwt
 import pytest
+import requests
 from cryptography.hazmat.primitives.asymmetric import rsa
 from django.conf import settings
 from django.contrib.auth.models import User
+from django.db import connection
 from django.http import HttpResponse
 from django.test import Client
+from django.utils import timezone
 from jwcrypto.jwk import JWK
 from jwt.algorithms import RSAAlgorithm
 from lti_tool.models import Key, LtiDeployment, LtiRegistration, LtiUser
 from service_cast import Cast
 
+from service.accounts.models import TokenBucket
 from service.courses.models import Enrolment, Role
+from service.lti import login_limits
 from service.lti.claims import username_for
 from service.lti.models import CourseLink
 
@@ -284,7 +291,8 @@ def test_it_refuses_a_message_type_it_does_not_know(cast: Cast, platform: Platfo
     assert nobody_signed_in_from_lti()
 
 
-def test_it_refuses_a_deep_linking_launch(cast: Cast, platform: Platform) -> None:
+def test_it_refuses_a_learner_s_deep_linking_launch(cast: Cast, platform: Platform) -> None:
+    # Deep linking itself is tested in test_lti_deep_linking.py; a learner may not add content.
     settings_claim = {
         "deep_link_return_url": f"{ISSUER}/deep-link-return",
         "accept_types": ["ltiResourceLink"],
@@ -293,12 +301,12 @@ def test_it_refuses_a_deep_linking_launch(cast: Cast, platform: Platform) -> Non
     response = launch(
         browser(),
         platform.key,
-        "teacher-1",
-        [INSTRUCTOR],
+        "student-1",
+        [LEARNER],
         message_type="LtiDeepLinkingRequest",
         **{"https://purl.imsglobal.org/spec/lti-dl/claim/deep_linking_settings": settings_claim},
     )
-    assert response.status_code == 400 and "Deep linking launches are not supported" in response.content.decode()
+    assert response.status_code == 403 and "Instructors only" in response.content.decode()
     assert nobody_signed_in_from_lti()
 
 
@@ -426,3 +434,107 @@ def test_usernames_are_bounded_and_cannot_collide() -> None:
     assert username_for(ISSUER, CLIENT_ID, "1") != username_for(ISSUER, "another-tenant", "1")
     for name in (readable, odd):
         User._meta.get_field("username").run_validators(name)  # Django's alphabet and length
+
+
+# Anonymous logins: rate-limited per client address, their state bounded in count and age, and a
+# launch in progress never lost to a flood.
+
+LOGIN = {
+    "iss": ISSUER,
+    "client_id": CLIENT_ID,
+    "login_hint": "someone",
+    "target_link_uri": "https://grader.example.edu/lti/launch/",
+    "lti_deployment_id": DEPLOYMENT,
+}
+
+
+def start_launch(sub: str) -> tuple[Any, str, str, str]:
+    client = browser()
+    state, nonce, path = oidc_login(client, sub)
+    return client, state, nonce, path
+
+
+def finish_launch(platform: Platform, started: tuple[Any, str, str, str], sub: str) -> None:
+    client, state, nonce, path = started
+    response = client.post(path, {"id_token": id_token(platform.key, nonce, sub, [LEARNER]), "state": state})
+    assert (response.status_code, response["Location"]) == (302, "/"), response.content[:300]
+    assert lti_user(sub).is_active
+
+
+@pytest.mark.db
+@pytest.mark.django_db(transaction=True)
+def test_a_login_keeps_its_state_minutes_and_an_address_gets_a_few_a_minute(
+    cast: Cast, platform: Platform, settings: Any
+) -> None:
+    settings.LTI_LOGINS_PER_MINUTE = 5
+    before = timezone.now()
+    started = start_launch("early")
+    assert login_limits.live_entries() >= 1
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT max(expires) FROM service_cache")
+        latest = cursor.fetchone()[0]
+    lifetime = (latest - before).total_seconds()
+    assert settings.LTI_LOGIN_STATE_SECONDS - 5 <= lifetime <= settings.LTI_LOGIN_STATE_SECONDS + 5
+    statuses = [browser().post("/lti/login/", LOGIN).status_code for _ in range(8)]
+    assert statuses[:4] == [302] * 4 and statuses[4:] == [429] * 4  # the launch above took the fifth
+    refused = browser().post("/lti/login/", LOGIN)
+    assert int(refused["Retry-After"]) >= 1 and b"try again in" in refused.content
+    # Another address is not this one's business.
+    assert browser().post("/lti/login/", LOGIN, REMOTE_ADDR="192.0.2.7").status_code == 302
+    # IPv6: one /64 is one client.
+    six = [browser().post("/lti/login/", LOGIN, REMOTE_ADDR=f"2001:db8:1:2::{n:x}").status_code for n in range(7)]
+    assert six.count(429) == 2
+    finish_launch(platform, started, "early")
+
+
+@pytest.mark.db
+@pytest.mark.django_db(transaction=True)
+def test_a_full_store_refuses_new_logins_and_never_evicts_one_in_progress(
+    cast: Cast, platform: Platform, settings: Any
+) -> None:
+    settings.LTI_STATE_MAX = 100
+    started = start_launch("in-progress")
+    statuses = Counter(
+        browser().post("/lti/login/", LOGIN, REMOTE_ADDR=f"198.51.100.{n % 250}").status_code for n in range(150)
+    )
+    assert statuses[503] > 0 and set(statuses) <= {302, 429, 503}
+    assert login_limits.live_entries() <= settings.LTI_STATE_MAX
+    finish_launch(platform, started, "in-progress")
+    # Expired entries and refilled buckets go at the next purge; live ones stay.
+    with connection.cursor() as cursor:
+        cursor.execute("UPDATE service_cache SET expires = %s", [timezone.now()])
+    TokenBucket.objects.filter(key__startswith=login_limits.BUCKET_PREFIX).update(
+        updated=timezone.now() - login_limits.WINDOW * 2
+    )
+    entries, buckets = login_limits.purge()
+    assert entries > 0 and buckets > 0 and login_limits.live_entries() == 0
+    assert browser().post("/lti/login/", LOGIN, REMOTE_ADDR="198.51.100.1").status_code == 302
+
+
+@pytest.mark.db
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_ten_thousand_anonymous_logins_leave_the_store_bounded_and_a_launch_completes(
+    cast: Cast, platform: Platform, live_server: Any, settings: Any
+) -> None:
+    started = start_launch("before-the-flood")
+    entries_before = login_limits.live_entries()
+    url = f"{live_server.url}/lti/login/"
+    local = threading.local()
+
+    def send(_: int) -> int:
+        session = getattr(local, "session", None)
+        if session is None:
+            session = local.session = requests.Session()
+        return session.post(url, data=LOGIN, allow_redirects=False, timeout=30).status_code
+
+    began = time.monotonic()
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        statuses = Counter(pool.map(send, range(10_000)))
+    minutes = (time.monotonic() - began) / 60
+    assert set(statuses) <= {302, 429}, statuses  # never a 500, never a full store
+    allowed = settings.LTI_LOGINS_PER_MINUTE * (minutes + 1)
+    assert statuses[302] <= allowed, (statuses, minutes)
+    assert login_limits.live_entries() <= entries_before + statuses[302] <= settings.LTI_STATE_MAX
+    assert TokenBucket.objects.filter(key__startswith=login_limits.BUCKET_PREFIX).count() == 1
+    finish_launch(platform, started, "before-the-flood")

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import hashlib
+import os
+import subprocess
+import sys
 from datetime import timedelta
 from pathlib import Path
 
@@ -112,14 +115,19 @@ def test_security_headers_on_every_kind_of_page(cast: Cast) -> None:
     assert "unsafe-inline" not in policy
 
 
-def test_the_health_page_shows_lanes_and_workers_to_staff(cast: Cast) -> None:
+def test_the_health_page_shows_lanes_to_staff_and_workers_to_operators(cast: Cast) -> None:
+    from django.contrib.auth.models import User
+
     upload(cast.client(cast.student))
     upload(cast.client(cast.student2), kind="self_check")
     data = cast.client(cast.ta).get("/health/?json").json()
     assert data["lanes"]["submit"]["depth"] == 1 and data["lanes"]["self_check"]["depth"] == 1
     assert data["lanes"]["regrade"]["depth"] == 0 and data["lanes"]["submit"]["oldest_age_seconds"] >= 0
-    assert data["workers"] == []
-    assert b"No worker is running" in cast.client(cast.instructor).get("/health/").content
+    assert data["grading_slots"] == 0 and "workers" not in data
+    assert b"No worker is running" not in cast.client(cast.instructor).get("/health/").content
+    operator = User.objects.create_superuser("root", "root@example.edu", cast.password)
+    assert cast.client(operator).get("/health/?json").json()["workers"] == []
+    assert b"No worker is running" in cast.client(operator).get("/health/").content
     assert Client().get("/status/").content == b"OK"
 
 
@@ -143,3 +151,22 @@ def test_an_instructor_imports_a_roster_and_nobody_else_can(cast: Cast) -> None:
         again = SimpleUploadedFile("roster.csv", b"username,email,name\nmallory,m@example.edu,M\n")
         assert cast.client(user).post("/a/a8/class/roster/", {"roster": again}).status_code == 404
     assert not User.objects.filter(username="mallory").exists()
+
+
+def _settings_with(**env: str) -> tuple[int, int]:
+    """HSTS seconds and session age as the service computes them from this environment."""
+    clean = {k: v for k, v in os.environ.items() if k not in ("DEBUG", "SECURE_HSTS_SECONDS", "SESSION_HOURS")}
+    clean.update(SECRET_KEY="s" * 50, DATABASE_URL="postgresql://unused@127.0.0.1:1/x", **env)
+    code = "from service import settings as s; print(s.SECURE_HSTS_SECONDS, s.SESSION_COOKIE_AGE)"
+    done = subprocess.run([sys.executable, "-c", code], env=clean, capture_output=True, text=True, check=True)
+    hsts, age = done.stdout.split()
+    return int(hsts), int(age)
+
+
+def test_https_turns_hsts_on_by_default_and_a_sign_in_lasts_a_working_day() -> None:
+    assert _settings_with(SITE_ROOT="https://grader.example.edu") == (365 * 24 * 3600, 12 * 3600)
+    assert _settings_with(SITE_ROOT="http://127.0.0.1:8000") == (0, 12 * 3600)
+    assert _settings_with(SITE_ROOT="https://grader.example.edu", SECURE_HSTS_SECONDS="0", SESSION_HOURS="2") == (
+        0,
+        2 * 3600,
+    )

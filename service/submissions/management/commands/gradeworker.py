@@ -20,10 +20,13 @@ from django.core.management.base import BaseCommand, CommandError
 
 from ....fleet.identity import current_recipe, queue_for
 from ....fleet.registry import Identity, Registration
+from ....lti.passback import LMS_QUEUE
 from ... import grading
 from ...queue import LANES
 
 MAINTENANCE = "maintenance"
+LMS = LMS_QUEUE  # grades sent to LMS gradebooks: no sandbox, so no recipe in its queue's name
+PLAIN = (MAINTENANCE, LMS)
 
 
 class _LostDatabase(logging.Handler):
@@ -56,17 +59,17 @@ def default_concurrency() -> int:
 
 
 class Command(BaseCommand):
-    help = "Run a grading worker (lanes: self_check, submit, regrade, and the maintenance jobs)."
+    help = "Run a grading worker (lanes: self_check, submit, regrade, the LMS grade passback, and the maintenance jobs)."
 
     def add_arguments(self, parser: ArgumentParser) -> None:
-        parser.add_argument("--queues", default=",".join((*LANES, MAINTENANCE)), help="comma-separated lanes")
+        parser.add_argument("--queues", default=",".join((*LANES, *PLAIN)), help="comma-separated lanes")
         parser.add_argument("--concurrency", type=int, default=default_concurrency())
 
     def handle(self, *args: Any, **options: Any) -> None:
         queues = tuple(q for q in options["queues"].split(",") if q)
-        unknown = set(queues) - {*LANES, MAINTENANCE}
+        unknown = set(queues) - {*LANES, *PLAIN}
         if unknown or not queues:
-            raise CommandError(f"unknown lane(s) {sorted(unknown)}; lanes are {', '.join((*LANES, MAINTENANCE))}")
+            raise CommandError(f"unknown lane(s) {sorted(unknown)}; lanes are {', '.join((*LANES, *PLAIN))}")
         concurrency = options["concurrency"]
         if not 1 <= concurrency <= 64:
             raise CommandError("--concurrency must be between 1 and 64")
@@ -74,7 +77,7 @@ class Command(BaseCommand):
         self._warm(concurrency)
         recipe = current_recipe()
         # A lane's queue carries the recipe: this worker takes only jobs its own sandbox may grade.
-        listened = [name if name == MAINTENANCE else queue_for(name, recipe) for name in queues]
+        listened = [name if name in PLAIN else queue_for(name, recipe) for name in queues]
         identity = Identity(recipe, image, image_id, queues, concurrency)
         try:
             self._take_jobs(identity, listened, concurrency)
