@@ -6,6 +6,7 @@ submissions, so a submission and its grading job commit in one transaction.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
@@ -226,19 +227,24 @@ LTI_LOGIN_STATE_SECONDS = env_int("LTI_LOGIN_STATE_SECONDS", 600, minimum=60)
 LTI_STATE_MAX = env_int("LTI_STATE_MAX", 20_000, minimum=100)
 if LTI_STATE_MAX * 4 > CACHE_MAX_ENTRIES:
     raise ImproperlyConfigured("LTI_STATE_MAX must be at most a quarter of CACHE_MAX_ENTRIES")
-# Grades to the LMS (service/lti/ags.py): every call to a platform's token or AGS endpoint gives
-# up after this many seconds (connecting, waiting, reading), and reads at most this many bytes.
+# Grades to the LMS (service/lti/ags.py) and the roster from it (nrps.py): every call to a
+# platform's token, AGS or NRPS endpoint gives up after this many seconds (connecting, waiting,
+# reading); a gradebook answer is read up to LTI_SERVICE_MAX_BYTES, a roster page up to
+# LTI_ROSTER_PAGE_BYTES; a sync reads a bounded number of pages, and launches ask for a sync of
+# their course at most once per LTI_ROSTER_EVERY_MINUTES.
 LTI_SERVICE_TIMEOUT_SECONDS = env_int("LTI_SERVICE_TIMEOUT_SECONDS", 15, minimum=1)
 LTI_SERVICE_MAX_BYTES = env_int("LTI_SERVICE_MAX_BYTES", 1024 * 1024, minimum=16 * 1024)
-# The roster from the LMS (NRPS, service/lti/nrps.py): each request to the platform has a
-# deadline and a body cap, a sync reads a bounded number of pages, and launches ask for a sync
-# of their course at most once per LTI_ROSTER_EVERY_MINUTES. The platform's service URLs must be
-# on its registration's hosts (issuer, auth and token URLs), or on one named here: Canvas serves
-# memberships from each school's own domain, not from canvas.instructure.com.
-LTI_SERVICE_HOSTS = tuple(host.strip().lower() for host in env_text("LTI_SERVICE_HOSTS").split(",") if host.strip())
 LTI_ROSTER_MAX_PAGES = env_int("LTI_ROSTER_MAX_PAGES", 50, minimum=1)
 LTI_ROSTER_PAGE_BYTES = env_int("LTI_ROSTER_PAGE_BYTES", 4 * 1024 * 1024, minimum=1024)
 LTI_ROSTER_EVERY_MINUTES = env_int("LTI_ROSTER_EVERY_MINUTES", 60, minimum=1)
-# LTI Dynamic Registration (service/lti/dynamic_registration.py) fetches the platform's
-# configuration over https only; http is for a development LMS (and the tests).
-LTI_REGISTRATION_ALLOW_HTTP = env_bool("LTI_REGISTRATION_ALLOW_HTTP", DEBUG)
+# Where the tool sends its token and students' data (service/lti/platform_urls.py): a
+# registration's own origins (issuer, auth and token URLs), and the hosts named here, comma
+# separated, ``host`` or ``host:port`` (https): Canvas serves line items and memberships from
+# each school's own domain, not from canvas.instructure.com.
+LTI_SERVICE_HOSTS = tuple(host.strip().lower() for host in env_text("LTI_SERVICE_HOSTS").split(",") if host.strip())
+for _entry in LTI_SERVICE_HOSTS:
+    if not re.fullmatch(r"[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?(:[0-9]{1,5})?", _entry):
+        raise ImproperlyConfigured(f"LTI_SERVICE_HOSTS: {_entry[:100]!r} is not a host name or host:port")
+# Plain http to a platform (dynamic registration, grades, rosters, deep linking answers) is for
+# a development LMS and the tests only; an https registration is never answered over http.
+LTI_ALLOW_HTTP = env_bool("LTI_ALLOW_HTTP", DEBUG)

@@ -7,5 +7,7 @@ import os
 
 os.environ.setdefault("SECRET_KEY", "test-secret-key-used-only-by-the-test-suite")
 os.environ.setdefault("DATABASE_URL", "postgresql://postgres@127.0.0.1:1/unset")
+# The tests' platforms listen on loopback over plain http.
+os.environ.setdefault("LTI_ALLOW_HTTP", "True")
 
 from .settings import *  # noqa: E402,F403

@@ -3,9 +3,9 @@
 pylti1p3's clients do the protocol (``ServiceConnector``, ``AssignmentsGradesService``), on the
 registration django-lti's tool config gives. What we add around them:
 
-- every URL is checked against the registration's own origins (its token and auth URLs) before
-  anything is sent there: a launch cannot make the grader hand its access token, or a student's
-  score, to another host;
+- every URL is checked by platform_urls (the registration's own origins and LTI_SERVICE_HOSTS)
+  before anything is sent there, each request again: a launch cannot make the grader hand its
+  access token, or a student's score, to another host;
 - every call has a time limit and a size limit on the answer, follows no redirect, and a job
   makes a bounded number of calls (a platform that pages forever is cut off);
 - the access token (OAuth 2 client credentials with a signed JWT assertion, RFC 7523) is kept
@@ -21,7 +21,6 @@ import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
 
 import requests
 from django.conf import settings
@@ -33,6 +32,8 @@ from pylti1p3.grade import Grade
 from pylti1p3.lineitem import LineItem
 from pylti1p3.service_connector import ServiceConnector
 
+from .platform_urls import MAX_URL, Origin, allowed_origins, on_platform, origin
+
 AGS = "https://purl.imsglobal.org/spec/lti-ags/scope/"
 LINEITEM, LINEITEM_READONLY, SCORE, RESULT_READONLY = (
     AGS + "lineitem",
@@ -42,7 +43,6 @@ LINEITEM, LINEITEM_READONLY, SCORE, RESULT_READONLY = (
 )
 KNOWN_SCOPES = (LINEITEM, LINEITEM_READONLY, SCORE, RESULT_READONLY)
 SCORE_TYPE = "application/vnd.ims.lis.v1.score+json"
-MAX_URL = 1000
 # Calls one push may make: a token, a few pages of line items, a creation, the score.
 CALL_BUDGET = 40
 # A token is renewed this long before the platform says it expires (clocks, a slow request).
@@ -65,40 +65,12 @@ class PlatformRefused(Exception):
     there: retrying the same thing would not help. In words for staff."""
 
 
-def origin(url: str) -> tuple[str, str, int] | None:
-    """(scheme, host, port) of an http(s) URL without credentials in it, else None."""
-    try:
-        parts = urlsplit(url)
-        port = parts.port
-    except ValueError:
-        return None
-    if parts.scheme not in ("https", "http") or not parts.hostname or parts.username or parts.password:
-        return None
-    return parts.scheme, parts.hostname.lower(), port or (443 if parts.scheme == "https" else 80)
-
-
-def registration_origins(registration: LtiRegistration) -> frozenset[tuple[str, str, int]]:
-    """Where a platform's services may live: the origins of its token and auth URLs, which staff
-    entered in the admin; never a URL that only a launch named."""
-    found = (origin(registration.token_url), origin(registration.auth_url))
-    return frozenset(o for o in found if o is not None)
-
-
-def service_url_allowed(url: object, registration: LtiRegistration) -> bool:
-    return (
-        isinstance(url, str)
-        and 0 < len(url) <= MAX_URL
-        and url.isprintable()
-        and origin(url) in registration_origins(registration)
-    )
-
-
 class BoundedSession(requests.Session):
     """An HTTP session that reaches only the registration's origins, within a time and size
     limit per call and a number of calls per push; it follows no redirect (one could lead the
     bearer token elsewhere)."""
 
-    def __init__(self, allowed: frozenset[tuple[str, str, int]]) -> None:
+    def __init__(self, allowed: frozenset[Origin]) -> None:
         super().__init__()
         self.trust_env = False  # no proxy or .netrc from the worker's environment sees the token
         self.headers["User-Agent"] = "grader-lti-ags"
@@ -107,7 +79,7 @@ class BoundedSession(requests.Session):
 
     def request(self, method: str | bytes, url: str | bytes, *args: Any, **kwargs: Any) -> requests.Response:
         target = url.decode() if isinstance(url, bytes) else url
-        if origin(target) not in self.allowed or len(target) > MAX_URL:
+        if len(target) > MAX_URL or origin(target) not in self.allowed:
             raise PlatformRefused(f"not sent: {target[:120]!r} is not on the LMS's registered host")
         self.calls += 1
         if self.calls > CALL_BUDGET:
@@ -258,7 +230,7 @@ class Gradebook:
 
 
 def _service(gradebook: Gradebook, lineitem_url: str = "") -> tuple[AssignmentsGradesService, Connector]:
-    session = BoundedSession(registration_origins(gradebook.registration))
+    session = BoundedSession(allowed_origins(gradebook.registration))
     connector = Connector(gradebook.registration, session)
     # The scopes are the known AGS ones only (kept so at the launch).
     data: TAssignmentsGradersData = {"scope": list(gradebook.scopes), "lineitems": gradebook.lineitems_url}  # type: ignore[arg-type]
@@ -287,11 +259,13 @@ def find_or_create_line_item(gradebook: Gradebook, resource_id: str, label: str,
         raise PlatformRefused("the LMS gave no line items URL and no line item for this assignment")
     if LINEITEM not in gradebook.scopes and LINEITEM_READONLY not in gradebook.scopes:
         raise PlatformRefused("the LMS does not let the grader see or create gradebook columns")
+    if not on_platform(gradebook.lineitems_url, gradebook.registration):
+        raise PlatformRefused("the LMS's line items URL is not on its registered host: not sent")
     service, _ = _service(gradebook)
     wanted = LineItem().set_label(label[:200]).set_score_maximum(100).set_resource_id(resource_id).set_tag(tag)
     found = _translated(service.find_or_create_lineitem, wanted, find_by="resource_id")
     url = found.get_id()
-    if not service_url_allowed(url, gradebook.registration):
+    if not on_platform(url, gradebook.registration):
         raise PlatformRefused("the LMS's line item is not on its registered host: not used")
     return str(url)
 
@@ -311,7 +285,7 @@ def post_score(gradebook: Gradebook, lineitem_url: str, score: Score) -> None:
     """POST one score document to ``<line item>/scores``."""
     if SCORE not in gradebook.scopes:
         raise PlatformRefused("the LMS does not accept scores from the grader (no score scope)")
-    if not service_url_allowed(lineitem_url, gradebook.registration):
+    if not on_platform(lineitem_url, gradebook.registration):
         raise PlatformRefused("the line item is not on the LMS's registered host: not sent")
     grade = (
         Grade()

@@ -7,7 +7,7 @@ id and deployment id it answers as a django-lti registration and deployment, bot
 until a site operator switches them on.
 
 Everything here talks to a server named by a request, so: https only (http when
-LTI_REGISTRATION_ALLOW_HTTP, for development and tests), no redirects, a size cap on every
+LTI_ALLOW_HTTP, for development and tests), no redirects, a size cap on every
 body and a time limit on every exchange; the configuration's issuer must be on the origin it
 was fetched from, and the registration token goes only to that origin.
 """
@@ -58,7 +58,7 @@ class Platform:
 
 
 def _allowed_schemes() -> tuple[str, ...]:
-    return ("https", "http") if settings.LTI_REGISTRATION_ALLOW_HTTP else ("https",)
+    return ("https", "http") if settings.LTI_ALLOW_HTTP else ("https",)
 
 
 def checked_url(value: object, what: str) -> str:

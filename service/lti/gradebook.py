@@ -4,8 +4,9 @@ Per LMS course (deployment and context) and course of ours: the line items URL a
 granted; per assignment, the launch's own line item when a launch naming it carried one; per
 student, their ``sub`` (the AGS userId). Updated at every launch.
 
-A URL that is not on the registration's own host (its token or auth URL's origin) is refused
-and logged: the grader would send its access token and students' scores there.
+A URL that is not on the platform (platform_urls: the registration's own origins, or a host in
+LTI_SERVICE_HOSTS) is refused and logged: the grader would send its access token and students'
+scores there.
 """
 
 from __future__ import annotations
@@ -16,9 +17,10 @@ from django.contrib.auth.models import User
 from lti_tool.models import LtiDeployment
 
 from ..courses.models import Assignment, Course, Role
-from .ags import KNOWN_SCOPES, service_url_allowed
+from .ags import KNOWN_SCOPES
 from .claims import Claims, ags_endpoint, custom_text
 from .models import GradebookLink, LineItem, LmsLearner, ScoreTarget
+from .platform_urls import on_platform
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +35,7 @@ def remember_launch(
     lineitems_url, lineitem_url, granted = endpoint
     registration = deployment.registration
     for url in (lineitems_url, lineitem_url):
-        if url and not service_url_allowed(url, registration):
+        if url and not on_platform(url, registration):
             log.warning(
                 "LTI launch from %s names an AGS URL on another host than its registration's (%r): "
                 "no grades will be sent there",

@@ -4,10 +4,10 @@ pylti1p3's NamesRolesProvisioningService asks for an access token (OAuth 2 clien
 the assertion a JWT signed with the tool's key) and reads one page of members through its
 ServiceConnector. Around it, what pylti1p3 leaves to the tool:
 
-- every URL gets the tool's token only when it is on the registration's own host (its issuer,
-  auth or token URL) or one the operator named (LTI_SERVICE_HOSTS): a launch's claims are
-  signed by the platform, but a page's ``Link`` header is not, and must not lead our token or
-  the roster's answer anywhere else;
+- every URL gets the tool's token only when platform_urls says it is on the platform (the
+  registration's own origins, or a host in LTI_SERVICE_HOSTS): a launch's claims are signed by
+  the platform, but a page's ``Link`` header is not, and must not lead our token or the
+  roster's answer anywhere else;
 - every request has a deadline, follows no redirect, and reads at most LTI_ROSTER_PAGE_BYTES;
 - pages are followed through ``Link: <...>; rel="next"`` (read here with its case kept:
   pylti1p3 lowercases the whole header, URL included), at most LTI_ROSTER_MAX_PAGES of them;
@@ -22,7 +22,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urljoin
 
 import requests
 from django.conf import settings
@@ -31,7 +31,8 @@ from pylti1p3.exception import LtiException
 from pylti1p3.names_roles import NamesRolesProvisioningService
 from pylti1p3.service_connector import ServiceConnector
 
-MAX_URL = 2000
+from .platform_urls import MAX_URL, OffPlatform, checked
+
 MAX_MEMBERS = 20_000
 ACTIVE = "Active"
 
@@ -49,46 +50,12 @@ class Member:
     claims: Mapping[str, object]
 
 
-def _host(url: str) -> str:
-    try:
-        host = urlsplit(url).hostname or ""
-    except ValueError:
-        return ""
-    return host.lower().rstrip(".")
-
-
-def registration_hosts(registration: LtiRegistration) -> set[str]:
-    """The hosts a platform's service URLs may name: its own (issuer, auth and token URLs), and
-    those the operator added."""
-    own = {_host(url) for url in (registration.issuer, registration.auth_url, registration.token_url)}
-    return {host for host in own if host} | set(settings.LTI_SERVICE_HOSTS)
-
-
 def check_service_url(url: object, registration: LtiRegistration) -> str:
-    """``url`` when the tool may send its token there, else RosterRefused.
-
-    https only, unless the registration's own token URL is plain http (a platform on a private
-    network or a test bench): then the same scheme is allowed. No user or password in the URL.
-    """
-    if not isinstance(url, str) or not url or len(url) > MAX_URL or not url.isprintable():
-        raise RosterRefused("the LMS gave no usable roster address")
+    """``url`` when the tool may send its token there (platform_urls), else RosterRefused."""
     try:
-        parts = urlsplit(url)
-        parts.port  # noqa: B018 (a malformed port raises here)
-    except ValueError:
-        raise RosterRefused("the LMS gave a malformed roster address") from None
-    allowed_schemes = {"https", urlsplit(registration.token_url).scheme.lower()}
-    if parts.scheme.lower() not in allowed_schemes or parts.scheme.lower() not in ("http", "https"):
-        raise RosterRefused(f"the roster address is not https: {url[:200]}")
-    if parts.username is not None or parts.password is not None:
-        raise RosterRefused("the roster address carries a user name or password")
-    host = _host(url)
-    if not host or host not in registration_hosts(registration):
-        raise RosterRefused(
-            f"the roster address is on {host or 'no host'}, not on this LMS's registered host(s): "
-            "the grader does not send its token there"
-        )
-    return url
+        return checked(url, registration)
+    except OffPlatform as problem:
+        raise RosterRefused(f"the roster address {problem}: the grader does not send its token there") from None
 
 
 class BoundedSession(requests.Session):

@@ -322,6 +322,34 @@ def test_ags_urls_on_another_host_get_no_token_and_no_score(
     assert lms.gradebook.answered and not lms.gradebook.scores  # only the launches' key set was fetched
 
 
+def test_ags_urls_on_a_host_in_lti_service_hosts_get_scores_and_any_other_host_no_token(
+    cast: Cast, lms: Lms, platform_key: rsa.RSAPrivateKey, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tool_keys = Client().get("/lti/jwks/").json()
+    # The school's own domain serves the gradebook (as Canvas does); the token still comes from
+    # the registration's token URL.
+    with (
+        serve_lms(platform_key, ISSUER, CLIENT_ID, tool_keys, KID, host="127.0.0.2") as school,
+        serve_lms(platform_key, ISSUER, CLIENT_ID, tool_keys, KID, host="127.0.0.3") as stranger,
+        override_settings(LTI_SERVICE_HOSTS=(school.base.removeprefix("http://"),)),
+    ):
+        student_launch(lms, "s-1", ags_claim(school))
+        assert GradebookLink.objects.get().lineitems_url == f"{school.base}/lineitems"
+        graded(monkeypatch, learner("s-1"), 80.0)
+        drain()
+        assert [s["scoreGiven"] for s in school.gradebook.taken_for("s-1")] == [80.0]
+        assert lms.gradebook.tokens_issued >= 1 and not lms.gradebook.scores
+        # A host not named there (nor the registration's) is refused before a token is asked for.
+        issued = lms.gradebook.tokens_issued
+        gradebook = ags.Gradebook(LtiRegistration.objects.get(), f"{stranger.base}/lineitems", tuple(SCOPES))
+        score = ags.Score("s-1", 80.0, 100.0, "Completed", "FullyGraded", timezone.now().isoformat(), "")
+        with pytest.raises(ags.PlatformRefused, match="registered host"):
+            ags.post_score(gradebook, f"{stranger.base}/lineitems/1", score)
+        with pytest.raises(ags.PlatformRefused, match="registered host"):
+            ags.find_or_create_line_item(gradebook, "a8", "Lab", "grader")
+        assert lms.gradebook.tokens_issued == issued and stranger.gradebook.answered == []
+
+
 def test_a_platform_answering_a_huge_or_malformed_body_is_recorded_not_retried(
     cast: Cast, lms: Lms, monkeypatch: pytest.MonkeyPatch
 ) -> None:

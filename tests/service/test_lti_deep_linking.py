@@ -172,6 +172,31 @@ def test_a_return_url_off_the_platform_is_refused(cast: Cast, platform: fake.Pla
     assert fake.nobody_signed_in_from_lti()
 
 
+def test_a_return_url_on_a_host_in_lti_service_hosts_is_answered_and_any_other_refused(
+    cast: Cast, platform: fake.Platform, settings: Any
+) -> None:
+    settings.LTI_SERVICE_HOSTS = ("school.example.edu",)
+    settings.LTI_ALLOW_HTTP = False  # as in production
+    school = "https://school.example.edu/deep-link-return"
+    client = fake.browser()
+    assert (
+        deep_link_launch(
+            client, platform.key, **{DL + "deep_linking_settings": dl_settings(deep_link_return_url=school)}
+        ).status_code
+        == 302
+    )
+    answer = pick(client, assignment="a8")
+    assert answer.status_code == 200 and posted_form(answer.content.decode())[0] == school
+    assert "https://school.example.edu" in answer["Content-Security-Policy"]
+    # Named: over https, on its default port only. Any host not named is refused at the launch.
+    for stranger in ("https://other.example.edu/r", "https://school.example.edu:8443/r", "http://school.example.edu/r"):
+        client = fake.browser()
+        claim = {DL + "deep_linking_settings": dl_settings(deep_link_return_url=stranger)}
+        response = deep_link_launch(client, platform.key, **claim)
+        assert response.status_code == 400 and "return URL" in response.content.decode(), stranger
+        assert client.get("/lti/deep-link/").status_code != 200  # no picker, so no signed answer
+
+
 def test_a_platform_that_takes_no_resource_links_is_refused(cast: Cast, platform: fake.Platform) -> None:
     response = deep_link_launch(
         fake.browser(), platform.key, **{DL + "deep_linking_settings": dl_settings(accept_types=["file"])}

@@ -55,7 +55,7 @@ class FakePlatform:
 def lms(monkeypatch: pytest.MonkeyPatch, settings: Any) -> Iterator[FakePlatform]:
     monkeypatch.setenv("NO_PROXY", "127.0.0.1")
     monkeypatch.setattr(dynamic_registration, "TOTAL_SECONDS", 1.0)  # a server that never answers: 1 s, not 15
-    settings.LTI_REGISTRATION_ALLOW_HTTP = True
+    settings.LTI_ALLOW_HTTP = True
     platform = FakePlatform()
     release = threading.Event()
 
@@ -226,7 +226,7 @@ def test_a_platform_that_never_answers_is_given_up_on(cast: Cast, lms: FakePlatf
 
 
 def test_https_is_required_unless_allowed(cast: Cast, lms: FakePlatform, settings: Any) -> None:
-    settings.LTI_REGISTRATION_ALLOW_HTTP = False
+    settings.LTI_ALLOW_HTTP = False
     response = open_from_lms(new_registration_url("ops", 1), lms)
     assert response.status_code == 400 and "https" in response.content.decode()
     assert not LtiRegistration.objects.exists()

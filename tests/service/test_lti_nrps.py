@@ -380,6 +380,29 @@ def test_it_never_sends_its_token_to_a_host_that_is_not_the_platforms(cast: Cast
     assert not Enrolment.objects.filter(user__username__startswith="lti-").exists()
 
 
+def test_a_roster_on_a_host_in_lti_service_hosts_is_read_and_any_other_host_gets_no_token(
+    cast: Cast, nrps: Setup, settings: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    roster_of_40(nrps.lms)
+    port = nrps.lms.base.rsplit(":", 1)[1]
+    # The school's own domain serves the roster (as Canvas does): named by the operator.
+    settings.LTI_SERVICE_HOSTS = (f"localhost:{port}",)
+    school = nrps.lms.memberships_url.replace("127.0.0.1", "localhost")
+    assert check_service_url(school, nrps.registration) == school
+    RosterSource.objects.filter(link=nrps.link).update(memberships_url=school)
+    outcome = sync_via_button(nrps, cast)
+    assert "40 listed by the LMS, 40 in the course" in outcome, outcome
+    # Another host, or the named host on another port, is refused before any token is asked for.
+    issued, asked = nrps.lms.tokens_issued, len(nrps.lms.requests)
+    for stranger in (school.replace("localhost", "127.0.0.2"), school.replace(f":{port}", ":1")):
+        with pytest.raises(RosterRefused, match="not on this LMS's registered host"):
+            check_service_url(stranger, nrps.registration)
+        RosterSource.objects.filter(link=nrps.link).update(memberships_url=stranger)
+        assert "registered host" in sync_via_button(nrps, cast)
+    assert (nrps.lms.tokens_issued, len(nrps.lms.requests)) == (issued, asked)
+
+
 def test_a_next_page_on_another_host_stops_the_sync_and_changes_nothing(cast: Cast, nrps: Setup) -> None:
     roster_of_40(nrps.lms)
     nrps.lms.next_url = lambda url: url.replace("127.0.0.1", "localhost")
