@@ -451,6 +451,19 @@ def service_admin(username: str, promote: bool) -> None:
     echo(f"  {password}")
 
 
+@service.command("lti-registration-url")
+@click.option("--hours", type=click.IntRange(1, 24 * 14), default=24, show_default=True, help="how long it stays valid")
+def service_lti_registration_url(hours: int) -> None:
+    """Print a one-time URL an LMS admin pastes into the LMS to register the grader (LTI Dynamic
+    Registration). Only a digest of its code is kept; it works once, within HOURS."""
+    _django()
+    import getpass
+
+    from service.lti.registering import new_registration_url
+
+    echo(new_registration_url(f"shell:{getpass.getuser()}", hours))
+
+
 @cli.command("worker")
 @click.option("--concurrency", type=click.IntRange(1, 64), default=None, help="sandboxes at once [one per core]")
 @click.option("--lanes", default=None, help="comma-separated: self_check,submit,regrade,lms,maintenance [all]")

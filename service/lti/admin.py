@@ -50,7 +50,7 @@ class RosterSyncAdmin(admin.ModelAdmin):  # type: ignore[type-arg]  # not subscr
 
 @admin.register(RegistrationCode)
 class RegistrationCodeAdmin(admin.ModelAdmin):  # type: ignore[type-arg]  # not subscriptable at run time
-    """Codes are made by manage.py lti_registration_url (the code itself is shown once, there)."""
+    """Codes are made by grader service lti-registration-url (the code itself is shown once, there)."""
 
     list_display = ("created_by", "created_at", "expires_at", "used_at", "registration")
     list_select_related = ("registration",)

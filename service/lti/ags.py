@@ -148,7 +148,7 @@ class Connector(ServiceConnector):
         try:
             tool_registration = config.find_registration_by_params(registration.issuer, registration.client_id)
         except Key.DoesNotExist:
-            raise PlatformRefused("the grader has no signing key yet (manage.py rotate_keys)") from None
+            raise PlatformRefused("the grader has no signing key yet (grader service keys)") from None
         if tool_registration is None:
             raise PlatformRefused("the LMS's registration is not active")
         super().__init__(tool_registration, requests_session=session)

@@ -196,7 +196,7 @@ class RosterSync(models.Model):
 
 
 class RegistrationCode(models.Model):
-    """A one-time code in a dynamic registration URL (``manage.py lti_registration_url``).
+    """A one-time code in a dynamic registration URL (``grader service lti-registration-url``).
 
     The LMS opens the URL in its admin's browser, often in an iframe where our sign-in cookie
     does not reach: the code is what allows this one registration. Kept as an HMAC of the

@@ -1,7 +1,7 @@
 """The page an LMS admin's browser opens for LTI Dynamic Registration.
 
 Who may register: whoever holds a one-time code a site operator made
-(``manage.py lti_registration_url``), in the URL itself. The LMS opens the URL in its own page,
+(``grader service lti-registration-url``), in the URL itself. The LMS opens the URL in its own page,
 often in an iframe where our sign-in cookie does not reach, so a signed-in operator would not
 be seen there; without a code, an anonymous visitor could make registrations for any issuer.
 A registration is stored inactive either way: an operator switches it on in the admin.
@@ -63,7 +63,7 @@ def register_without_code(request: HttpRequest) -> HttpResponse:
         request,
         403,
         "A registration code is needed",
-        "Ask the grader's operators for a registration URL (manage.py lti_registration_url) and paste that "
+        "Ask the grader's operators for a registration URL (grader service lti-registration-url) and paste that "
         "one into your LMS.",
         None,
     )

@@ -142,7 +142,7 @@ class LoginView(lti_views.OIDCLoginInitView):  # type: ignore[misc]  # django-lt
                 [("Reason", str(error)[:200])],
             )
         except Key.DoesNotExist:
-            logger.error("LTI login with no active tool key: run manage.py rotate_keys")
+            logger.error("LTI login with no active tool key: run grader service keys")
             return refused(request, 503, "LTI is not set up yet", "The grader has no signing key yet.")
         return response
 
@@ -165,7 +165,7 @@ class LaunchView(lti_views.LtiLaunchBaseView):  # type: ignore[misc]  # django-l
                 [("Reason", str(error)[:200])],
             )
         except Key.DoesNotExist:
-            logger.error("LTI launch with no active tool key: run manage.py rotate_keys")
+            logger.error("LTI launch with no active tool key: run grader service keys")
             response = refused(request, 503, "LTI is not set up yet", "The grader has no signing key yet.")
         except (KeyError, TypeError, AttributeError, ValueError, DataError):
             # django-lti records the launch's claims reading them with [] and iteration, unchecked,
@@ -327,6 +327,6 @@ def _landing(user: User, course: Course, claims: Claims) -> str:
 
 @require_GET
 def jwks(request: HttpRequest) -> HttpResponse:
-    """The tool's active public keys (django-lti's Key model, rotated with manage.py rotate_keys)."""
+    """The tool's active public keys (django-lti's Key model, rotated with grader service keys)."""
     response: HttpResponse = lti_views.jwks(request)
     return response

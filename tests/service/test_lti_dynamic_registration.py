@@ -1,6 +1,6 @@
 """LTI Dynamic Registration against a fake platform on loopback (http allowed here): it serves
 its OpenID configuration and a registration endpoint, as Moodle 4 and Canvas do. A one-time
-code from ``manage.py lti_registration_url`` is what lets a browser register; the stored
+code from ``grader service lti-registration-url`` is what lets a browser register; the stored
 registration is inactive. Hostile platforms: an issuer on another origin, a huge answer, a
 registration endpoint elsewhere, a server that never answers.
 """

@@ -1,4 +1,4 @@
-"""`grader service keys` and `grader service admin` beside `make serve`: its private database
+"""`grader service keys`, `admin` and `lti-registration-url` beside `make serve`: its private database
 and secret key adopted (no DATABASE_URL, no SECRET_KEY in the environment), as on a fresh machine."""
 
 from __future__ import annotations
@@ -10,10 +10,13 @@ import pytest
 from click.testing import CliRunner
 from django.contrib.auth.models import User
 from django.test import Client
+from django.utils import timezone
 from lti_tool.models import Key
 from service_cast import Cast
 
 from grader.cli import cli
+from service.lti.models import RegistrationCode
+from service.lti.registering import code_digest
 
 pytestmark = [pytest.mark.db]
 
@@ -77,3 +80,24 @@ def test_admin_never_touches_a_course_account_unless_asked(cast: Cast, beside_ma
     for bad in ("no spaces allowed", "lti-abc-123"):
         assert run("admin", bad).exit_code != 0
     assert not User.objects.filter(username__in=("no spaces allowed", "lti-abc-123")).exists()
+
+
+def test_lti_registration_url_prints_a_one_time_url_valid_for_the_hours_asked(
+    cast: Cast, beside_make_serve: None, settings: Any
+) -> None:
+    made = run("lti-registration-url", "--hours", "2")
+    assert made.exit_code == 0, made.output
+    url = made.output.strip()
+    prefix = settings.SITE_ROOT + "/lti/register/"
+    assert url.startswith(prefix) and url.endswith("/"), url
+    code = url.removeprefix(prefix).removesuffix("/")
+    stored = RegistrationCode.objects.get()
+    assert stored.digest == code_digest(code) and code not in stored.digest  # only the digest is kept
+    left = stored.expires_at - timezone.now()
+    assert 7100 < left.total_seconds() <= 7200 and stored.created_by.startswith("shell:")
+    assert run("lti-registration-url").exit_code == 0  # 24 hours by default
+    assert max(c.expires_at for c in RegistrationCode.objects.all()) - timezone.now() > left * 11
+    for bad in ("0", "337", "soon"):
+        refused = CliRunner().invoke(cli, ["service", "lti-registration-url", "--hours", bad])
+        assert refused.exit_code == 2 and "--hours" in refused.output
+    assert RegistrationCode.objects.count() == 2
