@@ -375,8 +375,10 @@ def main_flood(args: argparse.Namespace) -> int:
     lines += [
         "",
         f"With the flood, the others' results come {ratio:.2f}x (p50) and {ratio95:.2f}x (p95) as late as "
-        "without it: the flood takes one slot of two at most, and only its latest job per assignment and "
-        "lane waits, behind everyone's first.",
+        "without it. The flood holds one slot of two at most, for as long as its sleeping file runs (each "
+        "of its gradings about 40 s: most of the rush), so the others share the other slot; none of them "
+        "waits behind the flood's queue (its latest job per assignment and lane waits behind everyone's "
+        "first, the rest are replaced). Without turns, its twenty jobs would hold both slots for minutes.",
     ]
     print("\n".join(lines))
     if args.write:
