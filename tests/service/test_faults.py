@@ -83,6 +83,13 @@ def web() -> Iterator[str]:
         _stop(process)
 
 
+def _students(cast: Cast, prefix: str, count: int) -> list[User]:
+    users = [User.objects.create_user(f"{prefix}{n}", f"{prefix}{n}@example.edu") for n in range(count)]
+    for user in users:
+        Enrolment.objects.create(course=cast.course, user=user, role=Role.STUDENT)
+    return users
+
+
 def _wait_until_done(ids: list[int], seconds: float) -> None:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
@@ -213,8 +220,10 @@ def test_a_worker_that_loses_its_docker_engine_gives_its_jobs_back_and_stops(cas
             time.sleep(0.2)
         relay.cut()
         body = (REPO / "reference" / "autograd_lab.py").read_bytes()
+        # Three students: a student's new self-check would replace their own queued one.
         submissions = [
-            receive(cast.assignment, cast.student, Kind.SELF_CHECK, "autograd_lab.py", body) for _ in range(3)
+            receive(cast.assignment, student, Kind.SELF_CHECK, "autograd_lab.py", body)
+            for student in _students(cast, "engine", 3)
         ]
         ids = [s.pk for s in submissions if isinstance(s, Submission)]
         assert len(ids) == 3
@@ -244,8 +253,9 @@ def test_postgresql_restarted_while_jobs_run_loses_nothing_and_grades_each_once(
     from service.submissions.intake import receive
 
     body = (REPO / "reference" / "autograd_lab.py").read_bytes()
-    users = [cast.student, cast.student2]
-    received = [receive(cast.assignment, users[i % 2], Kind.SELF_CHECK, "autograd_lab.py", body) for i in range(6)]
+    # Six students: a student's new self-check would replace their own queued one.
+    users = _students(cast, "restart", 6)
+    received = [receive(cast.assignment, user, Kind.SELF_CHECK, "autograd_lab.py", body) for user in users]
     ids = [s.pk for s in received if isinstance(s, Submission)]
     assert len(ids) == 6
     worker = _worker(concurrency=2, STALLED_WORKER_SECONDS="30")
