@@ -203,24 +203,10 @@ class LaunchView(lti_views.LtiLaunchBaseView):  # type: ignore[misc]  # django-l
                     Enrolment.objects.filter(pk=enrolment.pk).update(lms_user_id=lms_id)
                 remember_launch(deployment, context, course, user, enrolment.role, sub, claims)
                 lms_roster.note_launch(enrolment, exact, deployment, claims)
-        except ClaimProblem as problem:
-            return refused(request, 400, "This launch could not be used", str(problem))
-        except LinkProblem as problem:
-            return refused(
-                request,
-                403,
-                "This course is not linked",
-                f"{problem} Ask the grader's staff to link it (Admin, LTI course links).",
-                [
-                    ("Deployment", deployment.deployment_id),
-                    ("Context id", context or "(none)"),
-                    ("Context title", context_title(claims) or "(none)"),
-                ],
-            )
-        except AccountRefused as problem:
-            return refused(request, 403, "Sign in with your password", str(problem))
-        # Of the two sign-in backends (settings.py), the one that loads users.
-        login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+        except (ClaimProblem, LinkProblem, AccountRefused) as problem:
+            where = [("Deployment", deployment.deployment_id), ("Context id", context or "(none)")]
+            return _launch_refused(request, problem, [*where, ("Context title", context_title(claims) or "(none)")])
+        login(request, user, backend=USER_BACKEND)
         return redirect(_landing(user, course, claims))
 
     def handle_inactive_deployment(self, request: HttpRequest, lti_launch: Any) -> HttpResponse:
@@ -262,19 +248,10 @@ class LaunchView(lti_views.LtiLaunchBaseView):  # type: ignore[misc]  # django-l
                     )
                 elif not deep_linking.teaching(user):
                     raise LinkProblem("This LMS course is not linked to a course of the grader.")
-        except ClaimProblem as problem:
-            return refused(request, 400, "This launch could not be used", str(problem))
-        except LinkProblem as problem:
-            return refused(
-                request,
-                403,
-                "This course is not linked",
-                f"{problem} Ask the grader's staff to link it (Admin, LTI course links).",
-                [("Deployment", deployment.deployment_id), ("Context id", context)],
-            )
-        except AccountRefused as problem:
-            return refused(request, 403, "Sign in with your password", str(problem))
-        login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+        except (ClaimProblem, LinkProblem, AccountRefused) as problem:
+            where = [("Deployment", deployment.deployment_id), ("Context id", context)]
+            return _launch_refused(request, problem, where)
+        login(request, user, backend=USER_BACKEND)
         return redirect("lti-deep-link")
 
     def handle_submission_review_launch(self, request: HttpRequest, lti_launch: Any) -> HttpResponse:
@@ -282,6 +259,20 @@ class LaunchView(lti_views.LtiLaunchBaseView):  # type: ignore[misc]  # django-l
 
     def handle_data_privacy_launch(self, request: HttpRequest, lti_launch: Any) -> HttpResponse:
         return _unsupported(request, "Data privacy")
+
+
+# Of the two sign-in backends (settings.py: axes first), the one that loads users.
+USER_BACKEND = "django.contrib.auth.backends.ModelBackend"
+
+
+def _launch_refused(request: HttpRequest, problem: Exception, where: list[tuple[str, str]]) -> HttpResponse:
+    """The page for a launch that was verified but cannot be used: what to fix, and where."""
+    if isinstance(problem, LinkProblem):
+        advice = f"{problem} Ask the grader's staff to link it (Admin, LTI course links)."
+        return refused(request, 403, "This course is not linked", advice, where)
+    if isinstance(problem, AccountRefused):
+        return refused(request, 403, "Sign in with your password", str(problem))
+    return refused(request, 400, "This launch could not be used", str(problem))
 
 
 def _unsupported(request: HttpRequest, kind: str) -> HttpResponse:
