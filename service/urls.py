@@ -7,11 +7,11 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from . import converters  # noqa: F401  # registers the path converters used below
-from .courses import policy, similarity
+from .courses import policy, review_requests, similarity
 from .courses import views as staff
 from .fleet.metrics import metrics
 from .lti import staff as lti_staff
-from .submissions import health
+from .submissions import health, review_views
 from .submissions import views as student
 
 urlpatterns = [
@@ -32,10 +32,22 @@ urlpatterns = [
     path("a/<assignment:slug>/class/similarity/", similarity.similarity, name="similarity"),
     path("a/<assignment:slug>/class/similarity.json", similarity.similarity_json, name="similarity-json"),
     path("a/<assignment:slug>/class/base-code/", similarity.base_code, name="base-code"),
+    path("a/<assignment:slug>/class/requests/", review_requests.open_requests, name="review-requests"),
+    path(
+        "a/<assignment:slug>/class/requests/<row:request_id>/answer/",
+        review_requests.answer,
+        name="review-answer",
+    ),
     path("submissions/<row:submission_id>/", student.submission_page, name="submission"),
     path("submissions/<row:submission_id>/status.json", student.submission_status, name="submission-status"),
     path("submissions/<row:submission_id>/feedback/", student.feedback, name="feedback"),
     path("submissions/<row:submission_id>/override/", staff.override, name="override"),
+    path("submissions/<row:submission_id>/review/", review_views.ask_review, name="review-ask"),
+    path(
+        "submissions/<row:submission_id>/review/<row:request_id>/withdraw/",
+        review_views.withdraw_review,
+        name="review-withdraw",
+    ),
     path("health/", health.health, name="health"),
     path("status/", health.status, name="status"),
     path("metrics", metrics, name="metrics"),

@@ -10,6 +10,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 from markupsafe import Markup
 
 from grader.report.graph_svg import NODE_W, Layout, layout
+from grader.report.site_frame import SiteFrame
 from grader.report.view import (
     INFRA_BANNER,
     OUTCOME_LABELS,
@@ -110,6 +111,7 @@ class CheckCard:
     figure: FigureView | None = None  # drawn in this card
     figure_link: str = ""  # anchor of this check's graph, drawn at the top of the section
     counterexample: CounterexampleView | None = None
+    check_id: str = ""  # how a site names the check (its review requests), never shown
 
 
 @dataclass(frozen=True)
@@ -194,6 +196,7 @@ def _card(
         figure=figure if public else None,
         figure_link=figure_link if public else "",
         counterexample=_counterexample(number, check, {} if shown is None else shown),
+        check_id=check.check_id,
     )
 
 
@@ -284,7 +287,8 @@ def _fix_first(result: SubmissionResult, to_fix: tuple[NumberedCheck, ...]) -> t
     return tuple(items)
 
 
-def render_feedback_html(result: SubmissionResult) -> str:
+def render_feedback_html(result: SubmissionResult, frame: SiteFrame | None = None) -> str:
+    """The page; ``frame`` is what a web site serving it adds (none for the CLI's files)."""
     to_fix = checks_to_fix(result)
     context = {
         "student": result.student,
@@ -309,6 +313,7 @@ def render_feedback_html(result: SubmissionResult) -> str:
         "diagnoses": diagnosis_lines(result) if result.scored else [],
         "step5_note": step5_line(result),
         "review": result.review,
+        "frame": frame,
     }
     return environment().get_template(TEMPLATE).render(context)
 

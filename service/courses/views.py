@@ -285,18 +285,24 @@ def override(request: HttpRequest, submission_id: int) -> HttpResponse:
     form = OverrideForm(request.POST, limit=limit)
     if not form.is_valid():
         return form_errors(form, f"An override needs a score between 0 and {limit:g} and a reason.")
-    score, reason = form.cleaned_data["score"], form.cleaned_data["reason"]
+    record_override(submission, signed_in(request), form.cleaned_data["score"], form.cleaned_data["reason"])
+    return redirect("class-view", slug=submission.assignment.slug)
+
+
+def record_override(submission: Submission, actor: User, score: float, reason: str) -> ScoreOverride:
+    """A score set by staff (checked by ``OverrideForm``): kept with its reason, audited, and
+    sent on to the LMS's gradebook; the class view and an answered review request both come here."""
     with transaction.atomic():
         old = submission.counted_score
-        ScoreOverride.objects.create(submission=submission, score=score, reason=reason, by=signed_in(request))
+        made = ScoreOverride.objects.create(submission=submission, score=score, reason=reason, by=actor)
         AuditEntry.objects.create(
-            actor=signed_in(request),
+            actor=actor,
             action="override",
             submission=submission,
             detail=f"{labelled(submission.user)}: {old} -> {score}: {reason}",
         )
         score_changed(submission.assignment_id, submission.user_id)
-    return redirect("class-view", slug=submission.assignment.slug)
+    return made
 
 
 @login_required

@@ -173,3 +173,47 @@ class AuditEntry(models.Model):
 
     class Meta:
         ordering = ["-at"]
+
+
+class ReviewState(models.TextChoices):
+    OPEN = "open"
+    ANSWERED = "answered"
+    WITHDRAWN = "withdrawn"
+
+
+class ReviewRequest(models.Model):
+    """A student's request that staff look again at one check of a graded submission; the
+    check's title is kept as the student saw it then (a regrade may rename or drop it)."""
+
+    submission = models.ForeignKey(Submission, on_delete=models.CASCADE, related_name="review_requests")
+    # Copied from the submission: the one-open-request rule and the limits are per student and
+    # assignment, which a constraint can only hold on columns of this table.
+    student = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="review_requests")
+    assignment = models.ForeignKey(Assignment, on_delete=models.CASCADE, related_name="review_requests")
+    check_id = models.CharField(max_length=100)
+    check_title = models.CharField(max_length=300)
+    message = models.TextField()
+    created = models.DateTimeField(default=timezone.now)
+    state = models.CharField(max_length=10, choices=ReviewState.choices, default=ReviewState.OPEN)
+    answer = models.TextField(blank=True)
+    answered_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    answered_at = models.DateTimeField(null=True, blank=True)
+    override = models.ForeignKey(
+        ScoreOverride, null=True, blank=True, on_delete=models.SET_NULL, related_name="review_requests"
+    )
+
+    class Meta:
+        ordering = ["-created", "-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["student", "assignment", "check_id"],
+                condition=models.Q(state="open"),
+                name="one_open_review_per_check",
+            )
+        ]
+        indexes = [models.Index(fields=["assignment", "state"])]
+
+    def __str__(self) -> str:
+        return f"review #{self.pk} {self.student} {self.check_id} {self.state}"

@@ -6,13 +6,19 @@ import base64
 import hashlib
 
 from django.conf import settings
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.middleware.csrf import get_token
 from django.shortcuts import redirect, render
+from django.templatetags.static import static
+from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods
 
 from grader.report.html import render_feedback_html
+from grader.report.site_frame import Crumb, SiteFrame
+from grader.results import SubmissionResult
 from grader.results_io import result_from_json
 
 from ..accounts.identity import signed_in
@@ -21,6 +27,7 @@ from ..courses.models import STAFF_ROLES, Assignment, Counted, Enrolment, Hidden
 from ..lti.framing import frameable_by_platforms
 from .intake import Refusal, body_too_large, position, receive
 from .models import Kind, Submission
+from .reviews import reviews_for_page
 from .standing import counted_submission
 from .visibility import detail_for, student_view
 
@@ -127,17 +134,46 @@ def feedback(request: HttpRequest, submission_id: int) -> HttpResponse:
     submission, role = submission_for(request.user, submission_id)
     if not submission.result_json:
         return redirect("submission", submission_id=submission.pk)
-    result = result_from_json(submission.result_json)
-    if role not in STAFF_ROLES:
-        result = student_view(result, submission)
-    html = render_feedback_html(result)
+    result = shown_result(submission, role)
+    html = render_feedback_html(result, feedback_frame(request, submission, result))
     response = HttpResponse(html)
-    response["Content-Security-Policy"] = feedback_policy(html)
+    response["Content-Security-Policy"] = feedback_policy(html, site=True)
     return response
 
 
-def feedback_policy(html: str) -> str:
-    """No script at all; the page's own inline style blocks allowed by hash, nothing else."""
+def shown_result(submission: Submission, role: str) -> SubmissionResult:
+    """The result as this viewer's feedback page shows it (numbering included)."""
+    result = result_from_json(submission.result_json)
+    return result if role in STAFF_ROLES else student_view(result, submission)
+
+
+def feedback_frame(request: HttpRequest, submission: Submission, shown: SubmissionResult) -> SiteFrame:
+    """The service's header around the grader's page, the way back included, and the review
+    requests under its checks."""
+    user = signed_in(request)
+    assignment = submission.assignment
+    reviews, notice = reviews_for_page(submission, user, shown)
+    said = [(message.tags, str(message)) for message in messages.get_messages(request)]
+    return SiteFrame(
+        crumbs=(
+            Crumb("Assignments", reverse("home")),
+            Crumb(f"{assignment.course.title} · {assignment.title}", reverse("assignment", args=[assignment.slug])),
+            Crumb(f"Submission {submission.pk}", reverse("submission", args=[submission.pk])),
+            Crumb("Feedback"),
+        ),
+        who=user.get_full_name() or user.get_username(),
+        sign_out=reverse("logout"),
+        csrf_token=get_token(request),
+        stylesheets=(static("service/site.css"),),
+        messages=tuple(said) + ((("info", notice),) if notice else ()),
+        reviews=reviews,
+    )
+
+
+def feedback_policy(html: str, *, site: bool = False) -> str:
+    """No script at all; the page's own inline style blocks allowed by hash, nothing else. A
+    page the service frames (``site``) also takes the service's own stylesheets and posts its
+    forms (sign out, review requests) to the service only."""
     hashes = []
     start = 0
     while (open_at := html.find("<style>", start)) != -1:
@@ -145,8 +181,9 @@ def feedback_policy(html: str) -> str:
         body = html[open_at + len("<style>") : close_at]
         hashes.append("'sha256-" + base64.b64encode(hashlib.sha256(body.encode()).digest()).decode() + "'")
         start = close_at
+    styles = " ".join(["'self'", *hashes] if site else hashes) or "'none'"
+    form_action = "'self'" if site else "'none'"
     return (
         "default-src 'none'; script-src 'none'; img-src 'self' data:; "
-        f"style-src {' '.join(hashes) or chr(39) + 'none' + chr(39)}; base-uri 'none'; form-action 'none'; "
-        "frame-ancestors 'none'"
+        f"style-src {styles}; base-uri 'none'; form-action {form_action}; frame-ancestors 'none'"
     )
