@@ -23,9 +23,11 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 from hypothesis import strategies as st
 from service_cast import BUGGY, GOOD, REPO, Cast
+from test_review_requests import graded_result
 
+from grader.results_io import result_to_json
 from service.submissions.intake import receive
-from service.submissions.models import Kind, State, Submission
+from service.submissions.models import Kind, ReviewRequest, State, Submission
 
 pytestmark = [pytest.mark.db]
 
@@ -72,6 +74,7 @@ FIELDS = sorted(
     | set(AuthenticationForm.base_fields)
     | {"iss", "login_hint", "target_link_uri", "client_id", "lti_message_hint", "lti_deployment_id"}
     | {"id_token", "state", "json", "csrfmiddlewaretoken"}
+    | {"check", "message"}  # the review request form under each check of the grader's feedback page
 )
 FILE_FIELDS = sorted(
     match
@@ -143,6 +146,9 @@ BASELINE = {
     "assignment": "a8",  # the deep-linking picker's choice
     "course": "c1",  # the picker's course to link an LMS course to
     "JWT": "x",  # the deep-linking answer, posted to the LMS (never to us)
+    "check": "api.check1",  # a review request's check, and the student's words
+    "message": "please look again",
+    "answer": "looked again",  # staff's answer to it
 }
 CORE_HOSTILE = ["\x00", "x" * 5000, "nan", "9" * 30, "\uff11\uff12"]
 HOSTILE_UPLOADS = [
@@ -160,12 +166,18 @@ def known(cast: Cast, settings: Any) -> dict[str, list[str]]:
     graded = receive(cast.assignment, cast.student, Kind.SUBMIT, "autograd_lab.py", BUGGY)
     queued = receive(cast.assignment, cast.student, Kind.SELF_CHECK, "autograd_lab.py", GOOD)
     assert isinstance(graded, Submission) and isinstance(queued, Submission)
-    Submission.objects.filter(pk=graded.pk).update(state=State.GRADED, score=50.0, max_score=100.0)
+    Submission.objects.filter(pk=graded.pk).update(
+        state=State.GRADED, score=50.0, max_score=100.0, result_json=result_to_json(graded_result("alice"))
+    )
+    review = ReviewRequest.objects.create(
+        submission=graded, student=cast.student, assignment=cast.assignment, check_id="api.check1", check_title="t"
+    )
     return {
         "slug": ["a8", "b1"],
         "submission_id": [str(graded.pk), str(queued.pk)],
         "kind": ["grades.csv", "canvas.csv", "gradescope.json", "prairielearn.json", "nothing.csv"],
         "code": ["no-such-registration-code"],
+        "request_id": [str(review.pk)],
     }
 
 
