@@ -8,6 +8,7 @@ from datetime import timedelta
 
 import pytest
 from django.contrib.auth.models import User
+from django.template import Context, Template
 from django.test import Client
 from django.utils import timezone
 from service_cast import Cast
@@ -90,6 +91,9 @@ def test_a_student_asks_staff_answer_and_the_student_reads_the_answer(cast: Cast
     listed = staff.get("/a/a8/class/requests/").content.decode()
     assert '<span title="alice">Alice Nguyen</span>' in listed and "The expected value looks wrong to me" in listed
     assert f"/submissions/{submission.pk}/" in listed and "Visible check 1" in listed
+
+    waiting = Template("{% load reviews %}{% open_review_count a as n %}{{ n }}")  # the class view's link
+    assert waiting.render(Context({"a": cast.assignment})) == "1"
 
     answered = staff.post(f"/a/a8/class/requests/{review.pk}/answer/", {"answer": "The check is right: see Part 2"})
     assert answered.status_code == 302 and answered["Location"] == "/a/a8/class/requests/"

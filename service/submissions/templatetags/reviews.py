@@ -1,5 +1,6 @@
-"""``{% my_review_requests assignment as mine %}``: the signed-in student's review requests on
-an assignment, for the assignment page (theirs only, latest first, bounded)."""
+"""Review requests in templates: ``{% my_review_requests assignment as mine %}``, the signed-in
+student's own on an assignment (latest first, bounded), and ``{% open_review_count assignment
+as waiting %}``, how many wait for staff."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from typing import Any
 
 from django import template
 
-from ..models import ReviewRequest
+from ..models import ReviewRequest, ReviewState
 from ..reviews import MAX_TOTAL
 
 register = template.Library()
@@ -20,3 +21,9 @@ def my_review_requests(context: dict[str, Any], assignment: Any) -> list[ReviewR
         return []
     found = ReviewRequest.objects.filter(student_id=user.pk, assignment=assignment).select_related("override")
     return list(found.order_by("-created", "-pk")[:MAX_TOTAL])
+
+
+@register.simple_tag
+def open_review_count(assignment: Any) -> int:
+    """How many review requests on the assignment wait for staff (for the class view's link)."""
+    return ReviewRequest.objects.filter(assignment=assignment, state=ReviewState.OPEN).count()
