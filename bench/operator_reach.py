@@ -31,7 +31,7 @@ GROUPS = (
     "tests/unit/engines_forms/*.py",
     "reference/autograd_lab.py",
 )
-CLASS = ("submissions/", "tests/cases/")  # the figure kept in README.md
+CLASS = ("submissions/", "tests/cases/")  # the figure kept in docs/grading.md
 
 
 def engines() -> list[Path]:

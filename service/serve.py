@@ -40,8 +40,12 @@ def adopt_local_service() -> bool:
 
 def environment(port: int) -> dict[str, str]:
     env = dict(os.environ)
-    env.setdefault("DATABASE_URL", devdb.start())
-    env.setdefault("SECRET_KEY", _secret())
+    # Only what the environment does not name: a given database or key starts no private cluster
+    # and writes nothing under var/.
+    if "DATABASE_URL" not in env:
+        env["DATABASE_URL"] = devdb.start()
+    if "SECRET_KEY" not in env and "SECRET_KEY_FILE" not in env:
+        env["SECRET_KEY"] = _secret()
     env.setdefault("SITE_ROOT", f"http://127.0.0.1:{port}")
     env["DJANGO_SETTINGS_MODULE"] = "service.settings"
     return env

@@ -8,7 +8,7 @@ The push sends whatever the row wants when it runs: a retried or late job sends 
 score or nothing, never an older one after a newer one.
 
 The LMS is told what the student's own pages show: until the hidden results are released it
-gets "Pending" and no score at all (the README says why).
+gets "Pending" and no score at all (docs/lms-admins.md says why).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""LTI 1.3: what a department registers in its LMS for the grader (see the README)."""
+"""LTI 1.3: what a department registers in its LMS for the grader (see docs/lms-admins.md)."""
 
 from __future__ import annotations
 

@@ -45,7 +45,7 @@ def test_feedback_page_matches_golden_screenshot(
 
 
 def test_the_assign_bug_picture_matches_golden(graded: GradedPages, open_page: OpenPage, tmp_path: Path) -> None:
-    """bob_okafor's `=` bug in __mul__: the reuse graph with x marked and two lost paths (the README shows it)."""
+    """bob_okafor's `=` bug in __mul__: the reuse graph with x marked and two lost paths (docs/students.md shows it)."""
     page = open_page(graded.feedback["bob_okafor"]).page
     page.evaluate("document.fonts.ready.then(() => true)")
     card = page.locator("article.check", has_text="y = x*x + x at x = 3 gives x.grad = 7")

@@ -10,7 +10,7 @@ ORM calls there and procrastinate could not start its worker: both run in a thre
 (`off_loop`). The browser is started after the database is set up and closed before it is flushed.
 
 Screenshots of the service's pages are taken on every run, under pytest's tmp folder; with
-UPDATE_SCREENSHOTS=1 they are written to docs/screenshots/service/ instead (the README's pictures).
+UPDATE_SCREENSHOTS=1 they are written to docs/screenshots/service/ instead (the docs' pictures).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ score stands in the LMS gradebook, and the last roster sync).
 
 No Docker: the LMS's side is the fake platform of test_lti.py and rows as a passback and a
 sync leave them. Screenshots are taken as in test_browser.py: under pytest's tmp folder, or
-into docs/screenshots/service/ with UPDATE_SCREENSHOTS=1 (the README's pictures).
+into docs/screenshots/service/ with UPDATE_SCREENSHOTS=1 (the docs' pictures).
 """
 
 from __future__ import annotations
