@@ -199,7 +199,7 @@ class ReviewRequest(models.Model):
     answered_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
-    answered_at = models.DateTimeField(null=True, blank=True)
+    answered_at = models.DateTimeField(null=True, blank=True)  # or withdrawn: when it closed
     override = models.ForeignKey(
         ScoreOverride, null=True, blank=True, on_delete=models.SET_NULL, related_name="review_requests"
     )

@@ -300,3 +300,20 @@ def test_the_feedback_page_has_the_sites_header_its_forms_and_still_no_script(ca
     # The class report keeps its own, stricter policy.
     report = cast.client(cast.instructor).get("/a/a8/class/report/")
     assert "form-action 'none'" in report["Content-Security-Policy"]
+
+
+def test_a_request_is_text_on_every_page_that_shows_it(cast: Cast) -> None:
+    alice, staff = cast.client(cast.student), cast.client(cast.instructor)
+    submission = graded(cast.student, cast)
+    hostile = '<img src=x onerror="alert(1)">\nline two </textarea><script>alert(2)</script>'
+    assert ask(alice, submission, message=hostile).status_code == 302
+    review = ReviewRequest.objects.get()
+    staff.post(f"/a/a8/class/requests/{review.pk}/answer/", {"answer": "<b>bold</b>\nsecond line"})
+    pages = [
+        staff.get("/a/a8/class/requests/").content.decode(),
+        alice.get(f"/submissions/{submission.pk}/feedback/").content.decode(),
+        alice.get("/a/a8/").content.decode(),
+    ]
+    for page in pages:
+        assert "<img src=x" not in page and "<script>alert" not in page and "<b>bold</b>" not in page
+    assert "&lt;b&gt;bold&lt;/b&gt;" in pages[1] and "&lt;b&gt;bold&lt;/b&gt;<br>second line" in pages[2]
