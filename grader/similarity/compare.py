@@ -20,7 +20,7 @@ from .fingerprint import NO_KGRAM, Base, Fingerprint, K
 
 MIN_PRINTS = 24  # a few lines of attribute assignments alone look alike in anyone's code
 THRESHOLD = 0.5  # pairs at or above it are listed in the report
-MUTUAL = 0.6  # below this smaller share, the larger file holds the other rather than copies it
+MUTUAL = 0.6  # a smaller share under this part of the larger: one file holds the other
 
 
 @dataclass(frozen=True)
@@ -34,7 +34,7 @@ class Pair:
     @property
     def holder(self) -> str:
         """The file that holds most of the other while the other holds little of it, else ""."""
-        if min(self.a_share, self.b_share) >= MUTUAL or self.score == 0:
+        if min(self.a_share, self.b_share) >= MUTUAL * self.score or self.score == 0:
             return ""
         return self.b if self.a_share >= self.b_share else self.a
 
@@ -110,43 +110,39 @@ def shared_regions(
     for i, value in enumerate(theirs.hashes):
         if value in common and value not in first_at:
             first_at[value] = i
-    runs: list[list[int]] = []  # [first token, last token + 1, a shared k-gram's position there]
+    # Each shared token's counterpart in the other file, through the latest shared k-gram that
+    # covers it (a copy with a line added is aligned again after it).
+    counterpart: dict[int, int] = {}
     for start, end in mine.tokens.units:
         unit = mine.hashes[start:end]
         if common.isdisjoint(unit):
             continue
         for i, value in enumerate(unit, start=start):
-            if value == NO_KGRAM or value not in common:
-                continue
-            if runs and i <= runs[-1][1]:
-                runs[-1][1] = max(runs[-1][1], i + K)
-            else:
-                runs.append([i, i + K, first_at[value]])
+            if value != NO_KGRAM and value in common:
+                there = first_at[value]
+                for p in range(i, min(i + K, end)):
+                    counterpart[p] = there + (p - i)
     items, their_items = mine.tokens.items, theirs.tokens.items
 
     def first_code(at: int) -> int:
-        """Skip zero-width block markers: the run's line is that of its first real token."""
-        end = min(at + K, len(their_items)) - 1
-        while at < end and their_items[at].start == their_items[at].end:
+        """Skip zero-width block markers: the line is that of the first real token."""
+        at = min(at, len(their_items) - 1)
+        while at < len(their_items) - 1 and their_items[at].start == their_items[at].end:
             at += 1
         return at
 
     # A unit's tokens are not all in the order of the text (the module's own statements are one
     # unit around the definitions), so the marking is the union of the shared tokens' spans,
-    # joined across what is not code (spaces, brackets, commas).
-    spans: list[tuple[int, int, int]] = []
-    for a, b, at in runs:
-        other = _line_of(their_source, their_items[first_code(at)].start)
-        spans.extend((t.start, t.end, other) for t in items[a:b] if t.end > t.start)
-    spans.sort()
-    regions: list[Region] = []
-    for start, end, other in spans:
-        if regions and (start <= regions[-1].end or (my_source and _GLUE.fullmatch(my_source, regions[-1].end, start))):
-            if end > regions[-1].end:
-                regions[-1] = Region(regions[-1].start, end, regions[-1].other_line)
+    # joined across what is not code (spaces, brackets, commas); a region's first token names
+    # the line of its counterpart.
+    spans = sorted((items[p].start, items[p].end, there) for p, there in counterpart.items() if items[p].end > items[p].start)
+    found: list[list[int]] = []
+    for start, end, there in spans:
+        if found and (start <= found[-1][1] or (my_source and _GLUE.fullmatch(my_source, found[-1][1], start))):
+            found[-1][1] = max(found[-1][1], end)
             continue
-        regions.append(Region(start, end, other))
-    return regions
+        found.append([start, end, there])
+    return [Region(start, end, _line_of(their_source, their_items[first_code(there)].start)) for start, end, there in found]
 
 
 _GLUE = re.compile(r"[\s()\[\]{},:;.\\]*")  # between two shared tokens: still one marked run
