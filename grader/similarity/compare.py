@@ -2,12 +2,12 @@
 
 A pair's share for one side is the fraction of that file's own fingerprints (base code taken
 out) that the other file also has. The score is the larger of the two shares: a copy padded with
-dead code or extra checks still holds almost all of the original's fingerprints. When the other
-share is small, one file holds most of the other (a small engine pasted into a larger file, or
-one file holding many students' code): that is its own finding, and such a pair never joins a
-group, so one file holding many others cannot chain them all into one. A file with fewer than
-``MIN_PRINTS`` fingerprints of its own (empty, starter code only, a dozen lines) is too small
-to compare, and every pair it is in scores 0.
+dead code or extra checks still holds almost all of the original's fingerprints. When the
+other share is under ``MUTUAL`` of it, one file holds most of the other (a small engine pasted
+into a larger file, or one file holding many students' code): that is its own finding, and such
+a pair never joins a group, so one file holding many others cannot chain them all into one.
+A file with fewer than ``MIN_PRINTS`` fingerprints of its own (empty, starter code only, a
+dozen lines) is too small to compare, and every pair it is in scores 0.
 """
 
 from __future__ import annotations
@@ -135,14 +135,18 @@ def shared_regions(
     # unit around the definitions), so the marking is the union of the shared tokens' spans,
     # joined across what is not code (spaces, brackets, commas); a region's first token names
     # the line of its counterpart.
-    spans = sorted((items[p].start, items[p].end, there) for p, there in counterpart.items() if items[p].end > items[p].start)
+    spans = sorted(
+        (items[p].start, items[p].end, there) for p, there in counterpart.items() if items[p].end > items[p].start
+    )
     found: list[list[int]] = []
     for start, end, there in spans:
         if found and (start <= found[-1][1] or (my_source and _GLUE.fullmatch(my_source, found[-1][1], start))):
             found[-1][1] = max(found[-1][1], end)
             continue
         found.append([start, end, there])
-    return [Region(start, end, _line_of(their_source, their_items[first_code(there)].start)) for start, end, there in found]
+    return [
+        Region(start, end, _line_of(their_source, their_items[first_code(there)].start)) for start, end, there in found
+    ]
 
 
 _GLUE = re.compile(r"[\s()\[\]{},:;.\\]*")  # between two shared tokens: still one marked run

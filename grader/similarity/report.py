@@ -117,11 +117,20 @@ def to_json(report: SimilarityReport) -> str:
         "version": JSON_VERSION,
         "threshold": report.threshold,
         "pairs": [
-            {"a": p.a, "b": p.b, "score": p.score, "a_share": p.a_share, "b_share": p.b_share, "holder": p.holder or None}
+            {
+                "a": p.a,
+                "b": p.b,
+                "score": p.score,
+                "a_share": p.a_share,
+                "b_share": p.b_share,
+                "holder": p.holder or None,
+            }
             for p in report.pairs
         ],
         "groups": [list(g) for g in report.groups],
-        "contained": [{"holder": p.holder, "held": p.a if p.holder == p.b else p.b, "score": p.score} for p in report.contained],
+        "contained": [
+            {"holder": p.holder, "held": p.a if p.holder == p.b else p.b, "score": p.score} for p in report.contained
+        ],
         "mostly_base": [
             {"name": m.name, "base": m.base, "share": m.share, "reference": m.reference} for m in report.mostly_base
         ],

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast
 import re
+
 from .tokens import Token, Tokens, loose_tokens
 
 MAX_REPAIRS = 8  # parses of a broken file, each after blanking the line Python pointed at
@@ -78,7 +79,8 @@ def _no_op(node: ast.AST, unread: frozenset[str] = frozenset()) -> bool:
 
 def _unread(function: ast.AST) -> frozenset[str]:
     """The names a function stores but never reads (its nested functions' reads count)."""
-    stored, read = set(), set()
+    stored: set[str] = set()
+    read: set[str] = set()
     for node in ast.walk(function):
         if isinstance(node, ast.Name):
             (stored if isinstance(node.ctx, ast.Store) else read).add(node.id)
@@ -181,7 +183,10 @@ def _parse(source: str) -> tuple[ast.Module | None, str]:
         if not blanked:
             return tree, ""
         shown = ", ".join(str(n) for n in blanked[:5]) + (" …" if len(blanked) > 5 else "")
-        return tree, f"line{'s' if len(blanked) > 1 else ''} {shown} left out: Python could not read them ({first_error})"
+        return (
+            tree,
+            f"line{'s' if len(blanked) > 1 else ''} {shown} left out: Python could not read them ({first_error})",
+        )
     return _prefix(lines, first_error)
 
 

@@ -61,7 +61,7 @@ def test_students_and_outsiders_get_404(cast: Cast) -> None:
 
 def test_starter_code_set_by_the_instructor_is_not_counted(cast: Cast) -> None:
     upload(cast.client(cast.student), body=with_starter(engine("ana_ruiz")))
-    upload(cast.client(cast.student2), body=with_starter(engine("gus_lindqvist")))
+    upload(cast.client(cast.student2), body=with_starter(engine("fay_osei")))
     instructor = cast.client(cast.instructor)
     assert "alice and bob" in instructor.get(ROUTE).content.decode()  # the pasted helpers look shared
     starter = SimpleUploadedFile("starter.py", STARTER.encode())

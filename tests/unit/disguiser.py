@@ -62,13 +62,13 @@ def _unused_numeric_helper(values, scale=1.0):
             total -= v / (scale + 1.0)
     return total
 '''
-DEAD_METHOD = '''
+DEAD_METHOD = """
     def _describe(self):
         parts = [str(self.data)]
         if self.grad:
             parts.append("grad=" + str(self.grad))
         return " ".join(parts)
-'''
+"""
 
 
 # --- rename -----------------------------------------------------------------------------------
@@ -105,7 +105,10 @@ def _bound_names(tree: ast.Module) -> set[str]:
 
 def rename(source: str, seed: int = 0) -> str:
     rng = random.Random(seed)
-    fresh = {name: f"{rng.choice('pqrstuvw')}{i}_{rng.randrange(100)}" for i, name in enumerate(sorted(_bound_names(ast.parse(source))))}
+    fresh = {
+        name: f"{rng.choice('pqrstuvw')}{i}_{rng.randrange(100)}"
+        for i, name in enumerate(sorted(_bound_names(ast.parse(source))))
+    }
     lines = source.splitlines(keepends=True)
     edits = []
     previous = None
@@ -215,7 +218,12 @@ def black_style(source: str, seed: int = 0) -> str:
     for number, line in enumerate(text.split("\n"), start=1):
         stripped = line.lstrip()
         top = line == stripped
-        if stripped.startswith(("def ", "class ", "@")) and out and out[-1].strip() and not out[-1].lstrip().startswith("@"):
+        if (
+            stripped.startswith(("def ", "class ", "@"))
+            and out
+            and out[-1].strip()
+            and not out[-1].lstrip().startswith("@")
+        ):
             out.extend([""] * (2 if top else 1))
         elif top and stripped and out and out[-1].startswith((" ", "\t")):
             out.extend(["", ""])  # after a top-level definition ends
@@ -247,7 +255,8 @@ def wrap40(source: str, seed: int = 0) -> str:
 
 
 def _string_rows(source: str) -> set[int]:
-    """Lines inside a multi-line string or bracket, where a new line would change the code."""
+    """Lines inside a multi-line string, a bracket or a backslash continuation, where a new line
+    would change the code."""
     rows: set[int] = set()
     depth = 0
     for tok in tokenize.generate_tokens(io.StringIO(source).readline):
@@ -259,6 +268,9 @@ def _string_rows(source: str) -> set[int]:
             depth -= 1
         elif tok.type == tokenize.NL and depth:
             rows.add(tok.start[0] + 1)
+    for number, line in enumerate(source.splitlines(), start=1):
+        if line.endswith("\\"):  # a backslash continues the statement on the next line
+            rows.add(number + 1)
     return rows
 
 
@@ -267,8 +279,13 @@ def pad(source: str, seed: int = 0) -> str:
     tree = ast.parse(source)
     rows = source.splitlines(keepends=True)
     inside = _string_rows(source)
-    first_body = {f.body[0].lineno for f in ast.walk(tree) if isinstance(f, ast.FunctionDef) and not (
-        isinstance(f.body[0], ast.Expr) and isinstance(f.body[0].value, ast.Constant))}
+    first_body = {  # a function's first statement, on a line of its own and not a docstring
+        f.body[0].lineno
+        for f in ast.walk(tree)
+        if isinstance(f, ast.FunctionDef)
+        and f.body[0].lineno > f.lineno
+        and not (isinstance(f.body[0], ast.Expr) and isinstance(f.body[0].value, ast.Constant))
+    }
     out = []
     for number, row in enumerate(rows, start=1):
         stripped = row.lstrip()
@@ -305,7 +322,9 @@ class _Restructure(ast.NodeTransformer):
         self.generic_visit(node)
         if isinstance(node.target, ast.Attribute):
             load = ast.Attribute(value=node.target.value, attr=node.target.attr, ctx=ast.Load())
-            return ast.copy_location(ast.Assign(targets=[node.target], value=ast.BinOp(load, node.op, node.value)), node)
+            return ast.copy_location(
+                ast.Assign(targets=[node.target], value=ast.BinOp(load, node.op, node.value)), node
+            )
         return node
 
     def visit_Call(self, node: ast.Call) -> ast.AST:
