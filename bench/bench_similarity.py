@@ -1,67 +1,127 @@
-"""Cost of the similarity report for a class, against a bare container started in the same run.
+"""Cost of the similarity report, the implementation at a git revision (main by default) against
+this checkout's, in one run, so the ratios hold however fast the machine is that day.
 
-The class: the independently written engines of tests/similarity_class, each copied many times
-and every copy disguised differently (renamed, re-commented, reordered, padded with dead code),
-so every file is distinct and a tenth of all pairs are copies: the worst case for the report's
-page as well as for the comparison. Stages are timed apart: fingerprints (tokenize, hash,
-winnow), scoring every pair, the page and the JSON.
+The revision's grader/similarity and its page template are read with ``git show`` into a
+temporary package and imported beside this checkout's. Two workloads:
 
-    python bench/bench_similarity.py [--students 300] [--repeats 3] [--write BENCHMARKS.md]
+- a class: the independent engines of tests/similarity_styles and tests/similarity_class, each
+  copied many times and every copy disguised differently (renamed, reordered, reformatted,
+  padded, all at once), so every file is distinct and a tenth of all pairs are copies; stages
+  timed apart (fingerprints, scoring every pair, the page, the JSON);
+- one file of 0.9 MB holding everyone's code, beside the engines: the page's size and time.
+
+    python bench/bench_similarity.py [--students 300] [--repeats 3] [--rev main] [--write BENCHMARKS.md]
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from types import ModuleType
+from unittest import mock
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 sys.path.insert(0, str(REPO / "tests" / "unit"))
 
-from bench_throughput import bare_container  # noqa: E402
+from disguiser import everything  # noqa: E402
+from jinja2 import ChoiceLoader, DictLoader, Environment  # noqa: E402
 from markdown_section import write_section  # noqa: E402
-from similarity_disguise import disguise  # noqa: E402
 
-from grader.runners.docker import DockerRunner  # noqa: E402
-from grader.similarity.compare import clusters, score_pairs  # noqa: E402
-from grader.similarity.fingerprint import base_hashes, fingerprint  # noqa: E402
-from grader.similarity.report import Source, build, render_html, to_json  # noqa: E402
+import grader.report.html as report_html  # noqa: E402
+from grader.similarity import compare, fingerprint, report  # noqa: E402
 
-ENGINES = sorted((REPO / "tests" / "similarity_class").glob("*/autograd_lab.py"))
+ENGINES = sorted(
+    [
+        *(REPO / "tests" / "similarity_styles").glob("*/autograd_lab.py"),
+        *(REPO / "tests" / "similarity_class").glob("*/autograd_lab.py"),
+    ]
+)
 REFERENCE = (REPO / "reference" / "autograd_lab.py").read_text()
+MODULES = ("__init__", "tokens", "fingerprint", "compare", "report")
+TEMPLATE = "grader/report/templates/similarity.html.j2"
 
 
-def a_class(students: int) -> list[Source]:
+class Implementation:
+    """One implementation's entry points, and how to render its page with its own template."""
+
+    def __init__(self, name: str, package: ModuleType, template: str | None) -> None:
+        self.name = name
+        self.compare = importlib.import_module(f"{package.__name__}.compare")
+        self.fingerprint = importlib.import_module(f"{package.__name__}.fingerprint")
+        self.report = importlib.import_module(f"{package.__name__}.report")
+        self.template = template
+
+    def render(self, built: object) -> str:
+        if self.template is None:
+            return self.report.render_html(built, title="bench")
+        real = report_html.environment
+
+        def environment() -> Environment:
+            env = real()  # shared: an overlay, so this checkout's pages keep their own template
+            return env.overlay(
+                loader=ChoiceLoader([DictLoader({"similarity.html.j2": self.template or ""}), env.loader])
+            )
+
+        with mock.patch.object(report_html, "environment", environment):
+            return self.report.render_html(built, title="bench")
+
+
+def at_revision(rev: str, into: Path) -> Implementation:
+    package = into / "similarity_then"
+    package.mkdir()
+    for module in MODULES:
+        text = subprocess.run(
+            ["git", "-C", str(REPO), "show", f"{rev}:grader/similarity/{module}.py"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        (package / f"{module}.py").write_text(text)
+    template = subprocess.run(
+        ["git", "-C", str(REPO), "show", f"{rev}:{TEMPLATE}"], capture_output=True, text=True, check=True
+    ).stdout
+    sys.path.insert(0, str(into))
+    return Implementation(rev, importlib.import_module("similarity_then"), template)
+
+
+def a_class(students: int) -> list[report.Source]:
     engines = [p.read_text() for p in ENGINES]
-    return [Source(f"s{n:03d}", disguise(engines[n % len(engines)], n)) for n in range(students)]
+    return [report.Source(f"s{n:03d}", everything(engines[n % len(engines)], n)) for n in range(students)]
 
 
-def stages(sources: list[Source]) -> dict[str, float]:
+def holder_class() -> list[report.Source]:
+    engines = {p.parent.name: p.read_text() for p in ENGINES}
+    everyone = "\n\n".join(engines.values())
+    huge = "\n\n".join([everyone] * (900_000 // len(everyone) + 1))
+    return [report.Source(n, t) for n, t in engines.items()] + [report.Source("zz_everyone", huge)]
+
+
+def stages(impl: Implementation, sources: list[report.Source]) -> dict[str, float]:
     times: dict[str, float] = {}
+    source_type = impl.report.Source
+    mine = [source_type(s.name, s.text) for s in sources]
     started = time.perf_counter()
-    base = base_hashes([REFERENCE])
-    prints = [fingerprint(s.name, s.text, base) for s in sources]
-    times["fingerprints"] = time.perf_counter() - started
+    built = impl.report.build(mine, [source_type("reference", REFERENCE)])
+    times["fingerprints and scoring"] = time.perf_counter() - started
     started = time.perf_counter()
-    pairs = score_pairs(prints)
-    clusters(pairs, 0.5)
-    times["scoring every pair"] = time.perf_counter() - started
-    report = build(sources, [Source("reference", REFERENCE)])  # again, whole, for the page
+    page = impl.render(built)
+    times["the page"] = time.perf_counter() - started
     started = time.perf_counter()
-    page = render_html(report, title="bench")
-    times["the page (side by side, first 100 pairs)"] = time.perf_counter() - started
-    started = time.perf_counter()
-    to_json(report)
-    times["the JSON (every pair)"] = time.perf_counter() - started
+    impl.report.to_json(built)
+    times["the JSON"] = time.perf_counter() - started
     times["total"] = sum(times.values())
     times["page MB"] = len(page.encode()) / 1e6
-    times["flagged"] = len(report.flagged)
-    times["pairs"] = len(report.pairs)
+    times["flagged"] = len(built.flagged)
     return times
 
 
@@ -69,54 +129,65 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--students", type=int, default=300)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--rev", default="main", help="the git revision to compare against")
     parser.add_argument("--write", type=Path, help="update this Markdown file's similarity section")
     args = parser.parse_args()
 
-    image = DockerRunner().image
-    bare_before = bare_container(image, 5)
-    sizes = sorted({args.students // 3, 2 * args.students // 3, args.students})
-    results: dict[int, list[dict[str, float]]] = {}
-    for size in sizes:
-        sources = a_class(size)
-        results[size] = [stages(sources) for _ in range(args.repeats)]
-        print(size, {k: round(v, 3) for k, v in results[size][-1].items()}, flush=True)
-    bare = statistics.median([bare_before, bare_container(image, 5)])
+    with tempfile.TemporaryDirectory() as tmp:
+        then = at_revision(args.rev, Path(tmp))
+        now = Implementation("this checkout", sys.modules["grader.similarity"], None)
+        assert now.compare is compare and now.fingerprint is fingerprint
+        workloads: dict[str, Callable[[], list[report.Source]]] = {
+            f"a class of {args.students}": lambda: a_class(args.students),
+            "the engines and one 0.9 MB file holding them all": holder_class,
+        }
+        results: dict[tuple[str, str], list[dict[str, float]]] = {}
+        for label, make in workloads.items():
+            sources = make()
+            for _ in range(args.repeats):  # alternate, so a drift in the machine's speed hits both
+                for impl in (then, now):
+                    results.setdefault((label, impl.name), []).append(stages(impl, sources))
+                    print(
+                        label,
+                        impl.name,
+                        {k: round(v, 3) for k, v in results[(label, impl.name)][-1].items()},
+                        flush=True,
+                    )
 
-    def median(size: int, key: str) -> float:
-        return statistics.median(r[key] for r in results[size])
+    def median(label: str, impl: str, key: str) -> float:
+        return statistics.median(r[key] for r in results[(label, impl)])
 
-    full = args.students
-    now = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     lines = [
         "## Similarity report cost (`bench/bench_similarity.py`)",
         "",
-        f"Measured {now} on this machine (2 cores), one process; a class of {full} distinct files made "
-        f"from the {len(ENGINES)} independent engines of tests/similarity_class, each copy disguised "
-        f"differently, so {int(median(full, 'flagged'))} of the {int(median(full, 'pairs'))} pairs are copies; "
-        f"median of {args.repeats}. The baseline is a bare container (`docker run --rm IMAGE python3 -c pass`, "
-        f"median of 5 before and 5 after): {bare:.2f} s.",
+        f"Measured {stamp} on this machine (2 cores), one process, median of {args.repeats}, the two "
+        f"implementations alternating: `{args.rev}` (tokens of the text, read with `git show`) against this "
+        f"checkout (the syntax tree, function by function). The class is made from the {len(ENGINES)} "
+        "independent engines of tests/similarity_styles and tests/similarity_class, every copy disguised "
+        "differently (renamed, reordered, padded, reformatted).",
         "",
-        "| stage | " + " | ".join(f"{n} students, s" for n in sizes) + " |",
-        "|---|" + "---|" * len(sizes),
+        f"| workload | stage | {args.rev}, s | now, s | now / {args.rev} |",
+        "|---|---|---|---|---|",
     ]
-    for key in ("fingerprints", "scoring every pair", "the page (side by side, first 100 pairs)"):
-        lines.append(f"| {key} | " + " | ".join(f"{median(n, key):.2f}" for n in sizes) + " |")
-    lines.append(
-        "| the JSON (every pair) | " + " | ".join(f"{median(n, 'the JSON (every pair)'):.2f}" for n in sizes) + " |"
-    )
-    lines.append("| **total** | " + " | ".join(f"**{median(n, 'total'):.2f}**" for n in sizes) + " |")
-    lines.append("| in bare containers | " + " | ".join(f"{median(n, 'total') / bare:.1f}" for n in sizes) + " |")
-    total = median(full, "total")
+    for label in workloads:
+        for key in ("fingerprints and scoring", "the page", "the JSON", "total"):
+            old, new = median(label, args.rev, key), median(label, "this checkout", key)
+            bold = "**" if key == "total" else ""
+            lines.append(f"| {label} | {bold}{key}{bold} | {old:.2f} | {new:.2f} | {new / old if old else 0:.2f} |")
+        old, new = median(label, args.rev, "page MB"), median(label, "this checkout", "page MB")
+        lines.append(f"| {label} | page size, MB | {old:.1f} | {new:.1f} | {new / old if old else 0:.2f} |")
+        old, new = median(label, args.rev, "flagged"), median(label, "this checkout", "flagged")
+        lines.append(f"| {label} | pairs flagged | {old:.0f} | {new:.0f} | |")
+    per_engine = [len(range(n, args.students, len(ENGINES))) for n in range(len(ENGINES))]
+    copies = sum(k * (k - 1) // 2 for k in per_engine)
     lines += [
         "",
-        f"The report for {full} students takes **{total:.1f} s, {total / bare:.1f} bare containers**: less than "
-        f"grading {max(1, round(total / (2.14 * bare)))} submissions at --jobs 2 (2.14 bare containers each, "
-        f"class throughput above). Scoring grows with the square of the class "
-        f"({median(sizes[0], 'scoring every pair'):.2f} s for {sizes[0]}, {median(full, 'scoring every pair'):.2f} s "
-        f"for {full}); fingerprints grow with it linearly. The page is {median(full, 'page MB'):.1f} MB.",
+        f"The class holds {copies} pairs of copies (files made from one engine) and no other similar pair. In the "
+        "second workload every flagged pair is the large file holding an engine: listed as a holding now, "
+        "and joining no group.",
     ]
-    block = "\n".join(lines)
-    print(block)
+    print("\n".join(lines))
     if args.write:
         write_section(args.write, "bench_similarity", lines)
 

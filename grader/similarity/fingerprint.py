@@ -1,24 +1,28 @@
-"""Winnowing fingerprints of a token stream (Schleimer, Wilkerson and Aiken, SIGMOD 2003).
+"""Winnowing fingerprints of each unit's canonical tokens (Schleimer, Wilkerson and Aiken,
+SIGMOD 2003).
 
-Every run of ``K`` normalised tokens (a k-gram) is hashed; in each window of ``WINDOW``
-consecutive hashes the smallest is kept (the rightmost of equals), once per position. Two files
+Every run of ``K`` tokens inside one unit (a k-gram) is hashed; in each window of ``WINDOW``
+consecutive hashes of that unit the smallest is kept (the rightmost of equals). Two units
 sharing a run of at least ``K + WINDOW - 1`` tokens share at least one fingerprint; runs shorter
-than ``K`` are never seen. The hashes depend only on the tokens, never on the process
-(Python's ``hash`` of a string changes with PYTHONHASHSEED; that of a tuple of ints does not),
-so the same files give the same fingerprints, and the same scores, on every run.
+than ``K`` are never seen, and no k-gram spans two units, so the order of functions does not
+matter. A file's fingerprints are the union of its units'. The hashes depend only on the tokens,
+never on the process (Python's ``hash`` of a string changes with PYTHONHASHSEED; that of a tuple
+of ints does not), so the same files give the same scores on every run.
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 
-from .tokens import Tokens, normalise
+from .syntax import canonical
+from .tokens import Tokens
 
-K = 12  # tokens per k-gram: about one line of code
-WINDOW = 8  # so any shared run of 19 tokens or more is found
+K = 10  # tokens per k-gram: about one short statement of the tree
+WINDOW = 6  # so any shared run of 15 tokens or more is found
+NO_KGRAM = -1  # the hash of a position whose k-gram would cross the end of its unit
 _MASKED = 1 << 64  # above every hash: a window picks it only when it holds nothing else
 
 
@@ -28,25 +32,54 @@ def _token_id(text: str) -> int:
 
 
 def kgram_hashes(tokens: Tokens, k: int = K) -> list[int]:
+    """The hash of the k-gram starting at each token, ``NO_KGRAM`` where it would leave the unit."""
     ids = [_token_id(t.text) for t in tokens.items]
-    return [hash(tuple(ids[i : i + k])) for i in range(len(ids) - k + 1)]
+    out = [NO_KGRAM] * len(ids)
+    for start, end in tokens.units:
+        for i in range(start, end - k + 1):
+            out[i] = hash(tuple(ids[i : i + k]))
+    return out
 
 
-def winnow(hashes: list[int], window: int = WINDOW) -> list[int]:
+def winnow(hashes: Sequence[int], window: int = WINDOW) -> list[int]:
     """Positions of the selected hashes, in order (robust winnowing: rightmost minimum)."""
     if not hashes:
         return []
     if len(hashes) <= window:
         low = min(hashes)
-        return [len(hashes) - 1 - hashes[::-1].index(low)]
+        return [len(hashes) - 1 - list(hashes)[::-1].index(low)]
     chosen: list[int] = []
     for start in range(len(hashes) - window + 1):
         part = hashes[start : start + window]
         low = min(part)
-        at = start + window - 1 - part[::-1].index(low)
+        at = start + window - 1 - list(part)[::-1].index(low)
         if not chosen or chosen[-1] != at:
             chosen.append(at)
     return chosen
+
+
+@dataclass(frozen=True)
+class Base:
+    """The k-grams of the code everyone was given, each base file's apart (to name which one a
+    file is mostly made of) and all together (to take out)."""
+
+    names: tuple[str, ...]
+    each: tuple[frozenset[int], ...]
+    union: frozenset[int]
+
+    def __contains__(self, value: object) -> bool:
+        return value in self.union
+
+
+def base_hashes(sources: Iterable[str], names: Sequence[str] = ()) -> Base:
+    """Every k-gram of the base files (the reference, starter code): all of them, not only the
+    winnowed ones, so a submission's own window choice cannot let a base line through."""
+    each = tuple(frozenset(h for h in kgram_hashes(canonical(s)) if h != NO_KGRAM) for s in sources)
+    labels = tuple(names) or tuple(f"base {n + 1}" for n in range(len(each)))
+    return Base(labels, each, frozenset().union(*each))
+
+
+NO_BASE = Base((), (), frozenset())
 
 
 @dataclass(frozen=True)
@@ -55,32 +88,43 @@ class Fingerprint:
 
     name: str
     tokens: Tokens
-    hashes: tuple[int, ...]  # every k-gram's hash, by token position
+    hashes: tuple[int, ...]  # every k-gram's hash, by token position (NO_KGRAM past a unit's end)
     prints: frozenset[int]  # the winnowed hashes that are not base code
     base_tokens: int  # tokens inside a k-gram that is also in the base code
+    base_share: dict[str, float] = field(default_factory=dict)  # of its tokens, by base file
+    all_hashes: frozenset[int] = frozenset()  # every k-gram, for marking shared code quickly
 
     @property
     def own_tokens(self) -> int:
         return len(self.tokens.items) - self.base_tokens
 
 
-def base_hashes(sources: Iterable[str]) -> frozenset[int]:
-    """Every k-gram of the base files (the reference, starter code): all of them, not only the
-    winnowed ones, so a submission's own window choice cannot let a base line through."""
-    found: set[int] = set()
-    for source in sources:
-        found.update(kgram_hashes(normalise(source)))
-    return frozenset(found)
-
-
-def fingerprint(name: str, source: str, base: frozenset[int]) -> Fingerprint:
-    tokens = normalise(source)
-    hashes = kgram_hashes(tokens)
-    # Base k-grams are out before winnowing, so a window of mixed code picks one of its own.
-    masked = [_MASKED if value in base else value for value in hashes]
-    prints = frozenset(masked[i] for i in winnow(masked) if masked[i] != _MASKED)
-    covered = bytearray(len(tokens.items))
+def _covered(hashes: Sequence[int], size: int, inside: frozenset[int]) -> int:
+    covered = bytearray(size)
     for i, value in enumerate(hashes):
-        if value in base:
-            covered[i : i + K] = b"\x01" * K
-    return Fingerprint(name, tokens, tuple(hashes), prints, sum(covered))
+        if value in inside:
+            covered[i : i + K] = b"\x01" * len(covered[i : i + K])
+    return sum(covered)
+
+
+def fingerprint(name: str, source: str, base: Base | frozenset[int] = NO_BASE) -> Fingerprint:
+    if not isinstance(base, Base):
+        base = Base(("base",), (base,), base)
+    tokens = canonical(source)
+    hashes = kgram_hashes(tokens)
+    prints: set[int] = set()
+    for start, end in tokens.units:
+        # Base k-grams are out before winnowing, so a window of mixed code picks one of its own.
+        masked = [_MASKED if h in base.union else h for h in hashes[start : max(start, end - K + 1)]]
+        prints.update(masked[i] for i in winnow(masked) if masked[i] != _MASKED)
+    size = len(tokens.items)
+    share = {n: round(_covered(hashes, size, each) / size, 4) for n, each in zip(base.names, base.each, strict=True)}
+    return Fingerprint(
+        name,
+        tokens,
+        tuple(hashes),
+        frozenset(prints),
+        _covered(hashes, size, base.union) if base.union else 0,
+        share if size else {},
+        frozenset(hashes) - {NO_KGRAM},
+    )

@@ -40,6 +40,8 @@ class SimilaritySection:
     groups: tuple[tuple[str, ...], ...]
     top: tuple[TopPair, ...]
     stale: bool  # submissions changed since the report was made
+    contained: int = 0  # flagged pairs where one file holds most of the other
+    mostly_reference: tuple[str, ...] = ()  # students whose file is mostly the reference solution
 
 
 def to_meta(report: SimilarityReport, digest: str) -> str:
@@ -51,6 +53,8 @@ def to_meta(report: SimilarityReport, digest: str) -> str:
             "threshold": report.threshold,
             "groups": [list(g) for g in report.groups],
             "top": [[p.a, p.b, p.score] for p in report.flagged[:TOP]],
+            "contained": len(report.contained),
+            "mostly_reference": [m.name for m in report.mostly_base if m.reference],
         }
     )
 
@@ -86,6 +90,8 @@ def section(meta: str | None, *, digest: str, href: str) -> SimilaritySection | 
             groups=tuple(_names(g) for g in data["groups"]),
             top=top,
             stale=data["digest"] != digest,
+            contained=int(data.get("contained", 0)),  # absent from headlines made before it was counted
+            mostly_reference=_names(data.get("mostly_reference", [])),
         )
     except (ValueError, KeyError, TypeError, OverflowError):
         return None
