@@ -26,7 +26,8 @@ def result(*points: float, student: str = "ada") -> SubmissionResult:
 
 
 def test_written_decimals_read_as_format_number_writes() -> None:
-    assert [written(Decimal(t)) for t in ("12.50", "-3.250", "0.000", "100", "-0")] == ["12.5", "-3.25", "0", "100", "0"]
+    texts = ("12.50", "-3.250", "0.000", "100", "-0")
+    assert [written(Decimal(t)) for t in texts] == ["12.5", "-3.25", "0", "100", "0"]
 
 
 def test_a_late_penalty_and_an_override_are_their_own_columns_and_add_up() -> None:
