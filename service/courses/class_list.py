@@ -208,7 +208,8 @@ def read_view(params: Mapping[str, str], section_tags: list[str]) -> View:
         descending=params.get("dir") == "desc",
         show=show if show in FILTERS else "all",
         status=status if status in dict(STATUS_CHOICES) else "",
-        search=" ".join(params.get("q", "").split())[:MAX_SEARCH],
+        # A NUL cannot be in a name; from a form's ``back`` it would make the next address a 400.
+        search=" ".join(params.get("q", "").replace("\x00", " ").split())[:MAX_SEARCH],
     )
 
 

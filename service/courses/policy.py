@@ -103,7 +103,7 @@ def policy(request: HttpRequest, slug: str) -> HttpResponse:
             assignment=saved,
             detail=f"{saved.slug}: {changes}; {repriced} re-priced",
         )
-    changed = ", ".join(form.fields[name].label or name for name in form.changed_data) or "nothing changed"
+    changed = ", ".join(str(form.fields[name].label or name) for name in form.changed_data) or "nothing changed"
     return done(request, saved, f"Policy saved ({changed}); {repriced} submission(s) re-priced.")
 
 
