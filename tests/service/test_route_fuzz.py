@@ -143,6 +143,12 @@ BASELINE = {
     "assignment": "a8",  # the deep-linking picker's choice
     "course": "c1",  # the picker's course to link an LMS course to
     "JWT": "x",  # the deep-linking answer, posted to the LMS (never to us)
+    "back": "sort=total&dir=desc",  # the class view a staff form returns to
+    "sort": "name",  # the class view's filter bar (a GET form)
+    "dir": "asc",
+    "show": "all",
+    "status": "",
+    "q": "alice",
 }
 CORE_HOSTILE = ["\x00", "x" * 5000, "nan", "9" * 30, "\uff11\uff12"]
 HOSTILE_UPLOADS = [
