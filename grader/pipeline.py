@@ -167,7 +167,8 @@ def _result(job: Job, judged: Judgement, runner: str, image: str) -> SubmissionR
         student=job.student,
         filename=job.rubric.filename,
         status=judged.status,
-        score=round(sum(c.points for c in judged.checks), 2),
+        # The sections' sum, not the checks' rounded apart: every export adds the sections up to it.
+        score=round(sum(s.points for s in sections), 2),
         max_score=sum(s.max_points for s in sections),
         sections=sections,
         checks=judged.checks,

@@ -56,6 +56,27 @@ def result_from_json(text: str) -> SubmissionResult:
         raise StoredResultError(f"a stored result cannot be read: {type(error).__name__}: {error}") from error
 
 
+@dataclasses.dataclass(frozen=True)
+class ResultSummary:
+    """What a class table needs of a stored result, read without building every check."""
+
+    status: Status
+    sections: dict[str, float]  # tag -> points
+    review: tuple[str, ...]
+
+
+def summary_from_json(text: str) -> ResultSummary:
+    try:
+        wrapper = json.loads(text)
+        if wrapper.get("format") != FORMAT:
+            raise StoredResultError(f"stored result format {wrapper.get('format')!r}, this grader reads {FORMAT}")
+        data = wrapper["result"]
+        sections = {str(s["tag"]): float(s["points"]) for s in data["sections"]}
+        return ResultSummary(Status(data["status"]), sections, tuple(str(r) for r in data["review"]))
+    except (KeyError, TypeError, ValueError, AttributeError) as error:
+        raise StoredResultError(f"a stored result cannot be read: {type(error).__name__}: {error}") from error
+
+
 def _result(data: dict[str, Any]) -> SubmissionResult:
     return SubmissionResult(
         **{

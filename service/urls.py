@@ -22,6 +22,7 @@ urlpatterns = [
     path("a/<assignment:slug>/class/", staff.class_view, name="class-view"),
     path("a/<assignment:slug>/class/export/<filename:kind>", staff.export, name="export"),
     path("a/<assignment:slug>/class/report/", staff.class_report, name="class-report"),
+    path("a/<assignment:slug>/class/audit/", staff.audit, name="audit"),
     path("a/<assignment:slug>/class/roster/", staff.roster, name="roster"),
     path("a/<assignment:slug>/class/lms-roster/", staff.sync_roster, name="sync-roster"),
     path("a/<assignment:slug>/class/regrade/", staff.regrade, name="regrade"),

@@ -11,6 +11,7 @@ import os
 from typing import Any
 
 from grader.plan import seed_label
+from grader.report.adjustments import NONE, Adjustment, as_json, breakdown
 from grader.report.view import (
     INFRA_BANNER,
     clean_number,
@@ -94,10 +95,13 @@ def _early_counterexamples(result: SubmissionResult) -> list[str]:
     return lines
 
 
-def to_gradescope(result: SubmissionResult) -> dict[str, Any]:
+def to_gradescope(result: SubmissionResult, adjustment: Adjustment = NONE) -> dict[str, Any]:
+    """``adjustment``: a late penalty or override made after grading (the service's); the score
+    is then the total, and ``extra_data.grade`` says how the sections add up to it."""
     data: dict[str, Any] = {}
+    numbers = breakdown(result, [section.tag for section in result.sections], adjustment)
     if result.scored:
-        data["score"] = clean_number(result.score)
+        data["score"] = clean_number(float(numbers.total))
     data["execution_time"] = max(0, round(result.execution_time))
     data["output"] = _top_output(result)
     data["output_format"] = "text"  # student-derived strings must not be read as markup
@@ -137,6 +141,8 @@ def to_gradescope(result: SubmissionResult) -> dict[str, Any]:
         "misconceptions": [d.operator for d in result.diagnoses if d.operator],
         "review": list(result.review),
     }
+    if result.scored:
+        data["extra_data"]["grade"] = as_json(numbers)
     return data
 
 

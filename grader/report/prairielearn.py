@@ -12,6 +12,7 @@ import json
 import os
 from typing import Any
 
+from grader.report.adjustments import NONE, Adjustment, as_json, breakdown
 from grader.report.view import (
     clean_number,
     comparison_line,
@@ -65,15 +66,19 @@ def _test(number: str, check: CheckResult, result: SubmissionResult) -> dict[str
     }
 
 
-def to_prairielearn(result: SubmissionResult) -> dict[str, Any] | None:
-    """The results object, or None for an infrastructure failure (not a grade)."""
+def to_prairielearn(result: SubmissionResult, adjustment: Adjustment = NONE) -> dict[str, Any] | None:
+    """The results object, or None for an infrastructure failure (not a grade). With an
+    ``adjustment`` (a late penalty or override made after grading), ``score`` is the total's
+    fraction and ``grade`` says how the sections add up to the total, in points."""
     if result.status is Status.INFRA_ERROR:
         return None
     if result.status is Status.UNGRADABLE or not result.load.ok:
         why = result.load.error or result.status_detail
         why = f"{why}\n{result.load.excerpt}" if result.load.excerpt else why
         return {"gradable": False, "format_errors": [_cut(why)], "message": _cut(status_text(result))}
-    score = result.score / result.max_score if result.max_score else 0.0
+    numbers = breakdown(result, [section.tag for section in result.sections], adjustment)
+    total = float(numbers.total)
+    score = total / result.max_score if result.max_score else 0.0
     summary = [status_text(result), *(f"{head}: {body}" for head, body in diagnosis_lines(result))]
     return {
         "gradable": True,
@@ -81,6 +86,7 @@ def to_prairielearn(result: SubmissionResult) -> dict[str, Any] | None:
         "message": _cut("\n".join(summary)),
         "output": _cut("\n".join(result.load.notices)),
         "tests": [_test(n.number, n.check, result) for n in numbered_checks(result)],
+        "grade": {**as_json(numbers), "max_points": clean_number(result.max_score)},
     }
 
 

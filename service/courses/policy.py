@@ -12,7 +12,7 @@ from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
 from django.db import transaction
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import redirect
+from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from ..accounts.identity import signed_in
@@ -20,9 +20,9 @@ from ..lti.passback import scores_changed
 from ..numbers import StrictFloatField, StrictIntegerField
 from ..submissions.models import AuditEntry, Kind, Submission
 from .access import assignment_for
+from .back import done, refused, refused_form
 from .models import STAFF_ROLES, Assignment, Extension, Role
-from .people import labelled
-from .refusals import form_errors
+from .people import full_name, labelled
 
 LOCAL_TIME = "%Y-%m-%dT%H:%M"  # what <input type="datetime-local"> sends
 EARLIEST, LATEST = datetime(2000, 1, 1, tzinfo=UTC), datetime(2100, 1, 1, tzinfo=UTC)
@@ -60,8 +60,9 @@ class PolicyForm(forms.ModelForm):  # type: ignore[type-arg]  # not subscriptabl
 
 
 class ExtensionForm(forms.Form):
-    username = forms.CharField(max_length=150)
+    username = forms.CharField(max_length=150, label="Student")
     due_at = Moment(required=False)
+    due_at.label = "New due date"
 
 
 def reprice(assignment: Assignment, user_id: int | None = None) -> int:
@@ -91,15 +92,19 @@ def policy(request: HttpRequest, slug: str) -> HttpResponse:
         raise Http404
     form = PolicyForm(request.POST, instance=assignment)
     if not form.is_valid():
-        return form_errors(form)
+        return refused_form(request, Assignment.objects.get(pk=assignment.pk), form, "Nothing was changed.")
     with transaction.atomic():
         saved = form.save()
         repriced = reprice(saved)
         changes = ", ".join(f"{name}={form.cleaned_data[name]}" for name in form.changed_data) or "nothing"
         AuditEntry.objects.create(
-            actor=signed_in(request), action="policy", detail=f"{saved.slug}: {changes}; {repriced} re-priced"
+            actor=signed_in(request),
+            action="policy",
+            assignment=saved,
+            detail=f"{saved.slug}: {changes}; {repriced} re-priced",
         )
-    return redirect("class-view", slug=assignment.slug)
+    changed = ", ".join(str(form.fields[name].label or name) for name in form.changed_data) or "nothing changed"
+    return done(request, saved, f"Policy saved ({changed}); {repriced} submission(s) re-priced.")
 
 
 @login_required
@@ -111,7 +116,7 @@ def extension(request: HttpRequest, slug: str) -> HttpResponse:
         raise Http404
     form = ExtensionForm(request.POST)
     if not form.is_valid():
-        return form_errors(form)
+        return refused_form(request, assignment, form, "No extension was changed.")
     username, due = form.cleaned_data["username"], form.cleaned_data["due_at"]
     student = User.objects.filter(
         username=username,
@@ -119,20 +124,28 @@ def extension(request: HttpRequest, slug: str) -> HttpResponse:
         enrolments__role=Role.STUDENT,
     ).first()
     if student is None:
-        return HttpResponse(f"{username!r} is not a student of this course.", status=400, content_type="text/plain")
+        return refused(request, assignment, f"{username!r} is not a student of this course.")
     if due is not None and due < assignment.due_at:
-        return HttpResponse(
-            "An extension moves a student's due date later than the class's, never earlier.",
-            status=400,
-            content_type="text/plain",
+        return refused(
+            request,
+            assignment,
+            f"No extension was changed: an extension moves {full_name(student)}'s due date later than "
+            "the class's, never earlier.",
         )
     with transaction.atomic():
         if due is None:
-            Extension.objects.filter(assignment=assignment, user=student).delete()
+            withdrawn, _ = Extension.objects.filter(assignment=assignment, user=student).delete()
         else:
             Extension.objects.update_or_create(assignment=assignment, user=student, defaults={"due_at": due})
         repriced = reprice(assignment, student.pk)
-        what = f"due {due:%Y-%m-%d %H:%M}" if due else "withdrawn"
+        local = timezone.localtime(due) if due else None
+        what = f"due {local:%Y-%m-%d %H:%M}" if local else "withdrawn"
         detail = f"{labelled(student)} on {slug}: {what}; {repriced} re-priced"
-        AuditEntry.objects.create(actor=signed_in(request), action="extension", detail=detail)
-    return redirect("class-view", slug=assignment.slug)
+        AuditEntry.objects.create(
+            actor=signed_in(request), action="extension", assignment=assignment, student=student, detail=detail
+        )
+    if local is not None:
+        said = f"Extension for {full_name(student)}: due {local:%Y-%m-%d %H:%M}"
+    else:
+        said = f"Extension of {full_name(student)} withdrawn" if withdrawn else f"{full_name(student)} had no extension"
+    return done(request, assignment, f"{said}; {repriced} submission(s) re-priced.")

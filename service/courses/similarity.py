@@ -8,7 +8,6 @@ from collections.abc import Mapping
 
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import redirect
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
@@ -21,6 +20,7 @@ from ..submissions.models import AuditEntry, Kind, Submission
 from ..submissions.standing import counted_submission
 from ..submissions.views import feedback_policy
 from .access import assignment_for
+from .back import done, refused
 from .models import STAFF_ROLES, Assignment, Enrolment, Role
 from .people import labelled
 
@@ -28,17 +28,19 @@ from .people import labelled
 def _files(
     assignment: Assignment, counted: Mapping[int, Submission | None] | None = None
 ) -> list[tuple[str, Submission]]:
-    """Each enrolled student's counted submission (``counted``, by user id, where the caller
-    has already looked it up), else their latest one with a file (a copy that fails to grade is
-    still a copy)."""
+    """Each enrolled student's counted submission, else their latest one with a file (a copy
+    that fails to grade is still a copy). ``counted``, by user id: the file the caller has
+    already chosen that way for a student (None: the student has none), so the class view asks
+    nothing per student."""
     out = []
     students = Enrolment.objects.filter(course=assignment.course, role=Role.STUDENT).select_related("user")
     for enrolment in students.order_by("user__username"):
-        if counted is not None and enrolment.user_id in counted:
-            chosen = counted[enrolment.user_id]
+        looked_up = counted is not None and enrolment.user_id in counted
+        if looked_up:
+            chosen = counted[enrolment.user_id]  # type: ignore[index]  # looked_up: not None
         else:
             chosen = counted_submission(assignment, enrolment.user_id)
-        if chosen is None:
+        if chosen is None and not looked_up:
             chosen = (
                 Submission.objects.filter(assignment=assignment, user_id=enrolment.user_id, kind=Kind.SUBMIT)
                 .exclude(size=0)
@@ -117,18 +119,20 @@ def base_code(request: HttpRequest, slug: str) -> HttpResponse:
     if upload is None:
         text = ""
     elif upload.size is None or upload.size > MAX_BASE_BYTES:
-        return HttpResponse("Choose a file of at most 1 MB.", status=400, content_type="text/plain")
+        return refused(request, assignment, "The starter code was not set: choose a file of at most 1 MB.")
     else:
         try:
             text = upload.read().decode("utf-8-sig")
         except UnicodeDecodeError:
-            return HttpResponse("The starter code must be UTF-8 text.", status=400, content_type="text/plain")
+            return refused(request, assignment, "The starter code was not set: it must be UTF-8 text.")
         if "\x00" in text:
-            return HttpResponse("The starter code must be text, not binary.", status=400, content_type="text/plain")
+            return refused(request, assignment, "The starter code was not set: it must be text, not binary.")
     Assignment.objects.filter(pk=assignment.pk).update(base_code=text, similarity_json="")
     AuditEntry.objects.create(
         actor=signed_in(request),
         action="base_code",
+        assignment=assignment,
         detail=f"{assignment.slug}: {len(text)} characters of starter code" if text else f"{assignment.slug}: cleared",
     )
-    return redirect("class-view", slug=assignment.slug)
+    said = f"Starter code set ({len(text)} characters)." if text else "Starter code cleared."
+    return done(request, assignment, said + " The similarity report leaves it out from its next run.")

@@ -6,28 +6,30 @@ import csv
 import io
 import json
 from dataclasses import dataclass, replace
-from datetime import datetime
 from urllib.parse import unquote
 
 from django import forms
 from django.contrib.auth.decorators import login_required
-from django.contrib.auth.models import User
+from django.core.paginator import Paginator
 from django.core.validators import MaxValueValidator
 from django.db import transaction
 from django.db.models import Q
 from django.http import Http404, HttpRequest, HttpResponse, QueryDict
-from django.shortcuts import redirect, render
+from django.shortcuts import render
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
+from grader.report.adjustments import Adjustment
 from grader.report.canvas import canvas_csv
 from grader.report.class_report import render_class_report
 from grader.report.csv_export import grades_csv, text_cell
 from grader.report.gradescope import to_gradescope
 from grader.report.prairielearn import to_prairielearn
+from grader.report.view import format_number
 from grader.results import SubmissionResult
 from grader.results_io import result_from_json
+from grader.rubric import Section
 
 from ..accounts.identity import signed_in
 from ..accounts.throttle import locked_usernames, unlock
@@ -39,12 +41,12 @@ from ..numbers import StrictFloatField
 from ..submissions.intake import enqueue
 from ..submissions.models import PENDING, SCORED, AuditEntry, Kind, Regrade, ScoreOverride, State, Submission
 from ..submissions.queue import Lane
-from ..submissions.standing import counted_submission
 from ..submissions.views import feedback_policy
 from .access import assignment_for, posted_username, submission_for
+from .back import done, refused, refused_form
+from .class_list import FILTERS, STATUS_CHOICES, Row, View, class_rows, read_view, shown
 from .models import STAFF_ROLES, Assignment, Counted, Enrolment, HiddenDetails, Role
 from .people import full_name, labelled
-from .refusals import form_errors
 from .roster import RosterError, enrol_csv
 from .similarity import headline
 
@@ -70,37 +72,7 @@ def _staff_assignment(request: HttpRequest, slug: str) -> Assignment:
     return assignment
 
 
-@dataclass(frozen=True)
-class Row:
-    user: User
-    counted: Submission | None
-    score: float | None
-    submissions: list[Submission]
-    before_regrade: float | None = None  # the score before the latest regrade, when there was one
-    lms: str = ""  # where the score stands in the LMS gradebook ("" when not launched from one)
-    left_at: datetime | None = None  # when the LMS stopped listing them (their work is kept)
-
-
-def _rows(assignment: Assignment) -> list[Row]:
-    students = Enrolment.objects.filter(course=assignment.course, role=Role.STUDENT).select_related("user")
-    rows = []
-    lms = class_status(assignment)
-    for enrolment in students.order_by("user__username"):
-        counted = counted_submission(assignment, enrolment.user_id)
-        tries = Submission.objects.filter(assignment=assignment, user_id=enrolment.user_id, kind=Kind.SUBMIT)
-        regrade = counted.regrades.order_by("-at").first() if counted else None
-        rows.append(
-            Row(
-                enrolment.user,
-                counted,
-                counted.counted_score if counted else None,
-                list(tries.defer("content", "result_json")[:50]),
-                regrade.old_score if regrade else None,
-                lms.get(enrolment.user_id, ""),
-                enrolment.left_at,
-            )
-        )
-    return rows
+MAX_AUDIT_PAGE = 50  # entries per audit page
 
 
 @login_required
@@ -109,20 +81,72 @@ def class_view(request: HttpRequest, slug: str) -> HttpResponse:
     assignment, role = assignment_for(request.user, slug)
     if role not in STAFF_ROLES:
         raise Http404
-    rows = _rows(assignment)
+    sections = list(assignment.rubric().sections)
+    view = read_view(request.GET, [section.tag for section in sections])
+    extensions = list(assignment.extensions.select_related("user").order_by("user__username"))
+    rows = class_rows(assignment, {e.user_id: e.due_at for e in extensions}, class_status(assignment))
+    columns = _columns(view, sections)
     context = {
         "assignment": assignment,
-        "rows": rows,
+        "rows": shown(rows, view, [section.tag for section in sections]),
+        "enrolled": len(rows),
+        "view": view,
+        "back": view.query(),
+        "columns": columns,
+        "section_columns": [columns[f"section:{section.tag}"] for section in sections],
+        "filters": FILTERS,
+        "status_choices": STATUS_CHOICES,
         "is_instructor": role == Role.INSTRUCTOR,
-        "extensions": assignment.extensions.select_related("user").order_by("user__username"),
+        "extensions": extensions,
         "counted_choices": Counted.choices,
         "hidden_choices": HiddenDetails.choices,
-        "similarity": headline(assignment, {row.user.pk: row.counted for row in rows}),
+        "similarity": headline(assignment, {row.user.pk: _file_of(row) for row in rows}),
         "has_base_code": bool(assignment.base_code.strip()),
         "locked": locked_usernames(row.user.username for row in rows),
         "roster_status": _roster_status(assignment),
+        "max_reason": MAX_REASON,
     }
     return render(request, "courses/class.html", context)
+
+
+def _file_of(row: Row) -> Submission | None:
+    """The file the similarity report reads for a student: the counted one, else the latest
+    with a file (the rows hold the latest submissions, newest first)."""
+    return row.counted or next((s for s in row.tries if s.size), None)
+
+
+@dataclass(frozen=True)
+class Column:
+    """A sortable column heading: its link sorts by it (the other way when it is the sort)."""
+
+    key: str
+    label: str
+    href: str
+    aria_sort: str  # "" unless the table is sorted by it
+    numeric: bool
+
+    @property
+    def tag(self) -> str:
+        return self.key.removeprefix("section:")
+
+
+def _columns(view: View, sections: list[Section]) -> dict[str, Column]:
+    keys = [("name", "Student", False), ("username", "Username", False)]
+    keys += [(f"section:{s.tag}", s.title, True) for s in sections]
+    keys += [("late", "Late penalty", True), ("total", "Total", True), ("status", "Status", False)]
+    out = {}
+    for key, label, numeric in keys:
+        active = view.sort == key
+        descending = not view.descending if active else numeric  # numbers start high, names at A
+        query = view.query(sort=key, dir="desc" if descending else "asc")
+        out[key] = Column(
+            key,
+            label,
+            "?" + query if query else "?",
+            ("descending" if view.descending else "ascending") if active else "",
+            numeric,
+        )
+    return out
 
 
 def _roster_status(assignment: Assignment) -> str:
@@ -139,15 +163,29 @@ def _roster_status(assignment: Assignment) -> str:
     return said
 
 
-def _counted_results(assignment: Assignment) -> list[tuple[User, SubmissionResult]]:
-    """Each student's counted result, its score as it counts (late penalty, override)."""
+def _counted_results(assignment: Assignment) -> list[tuple[Row, SubmissionResult, Adjustment]]:
+    """Each student's counted result (named by username), with its late penalty and override."""
+    rows = [row for row in class_rows(assignment, {}, {}) if row.counted is not None]
+    texts = dict(
+        Submission.objects.filter(pk__in=[row.counted.pk for row in rows if row.counted]).values_list(
+            "pk", "result_json"
+        )
+    )
     out = []
-    for row in _rows(assignment):
-        counted = row.counted
-        if counted is None or not counted.result_json:
+    for row in rows:
+        assert row.counted is not None
+        text = texts.get(row.counted.pk, "")
+        if not text:
             continue
-        result = result_from_json(counted.result_json)
-        out.append((row.user, replace(result, student=row.user.username, score=counted.counted_score or 0.0)))
+        result = replace(result_from_json(text), student=row.user.username)
+        override = row.override
+        adjustment = Adjustment(
+            late_percent=row.late_percent,
+            after_late=row.override_from,
+            override=override.score if override is not None else None,
+            reason=override.reason if override is not None else "",
+        )
+        out.append((row, result, adjustment))
     return out
 
 
@@ -163,12 +201,13 @@ def export(request: HttpRequest, slug: str, kind: str) -> HttpResponse:
     """The class's grades through the grader's own writers: grades.csv, canvas.csv, or one
     JSON file of Gradescope or PrairieLearn results per student."""
     assignment = _staff_assignment(request, slug)
-    results = _counted_results(assignment)
+    counted = _counted_results(assignment)
+    results = [result for _, result, _ in counted]
+    adjustments = [adjustment for _, _, adjustment in counted]
+    users = [row.user for row, _, _ in counted]
     if kind == "grades.csv":
         tags = [section.tag for section in assignment.rubric().sections]
-        body = _with_names(
-            grades_csv([r for _, r in results], tags), {text_cell(u.username): full_name(u) for u, _ in results}
-        )
+        body = _with_names(grades_csv(results, tags, adjustments), {text_cell(u.username): full_name(u) for u in users})
         return _download(body, "text/csv; charset=utf-8", f"{assignment.slug}-grades.csv")
     if kind == "canvas.csv":
         # Canvas matches by its user id (recorded at an LTI launch), else by SIS login id: a
@@ -181,14 +220,15 @@ def export(request: HttpRequest, slug: str, kind: str) -> HttpResponse:
                 result,
                 "" if user.username.startswith(LTI_PREFIX) else user.username,
             )
-            for user, result in results
+            for user, result in zip(users, results, strict=True)
         ]
-        return _download(canvas_csv(rows, assignment.title), "text/csv; charset=utf-8", f"{assignment.slug}-canvas.csv")
+        body = canvas_csv(rows, assignment.title, adjustments)
+        return _download(body, "text/csv; charset=utf-8", f"{assignment.slug}-canvas.csv")
     if kind == "gradescope.json":
-        body = json.dumps({user.username: to_gradescope(result) for user, result in results}, indent=1)
+        body = json.dumps({row.user.username: to_gradescope(r, a) for row, r, a in counted}, indent=1)
         return _download(body, "application/json", f"{assignment.slug}-gradescope.json")
     if kind == "prairielearn.json":
-        body = json.dumps({user.username: to_prairielearn(result) for user, result in results}, indent=1)
+        body = json.dumps({row.user.username: to_prairielearn(r, a) for row, r, a in counted}, indent=1)
         return _download(body, "application/json", f"{assignment.slug}-prairielearn.json")
     raise Http404
 
@@ -216,17 +256,14 @@ def roster(request: HttpRequest, slug: str) -> HttpResponse:
         raise Http404
     upload = request.FILES.get("roster")
     if upload is None or upload.size is None or upload.size > MAX_ROSTER_BYTES:
-        return HttpResponse("Choose a CSV file of at most 1 MiB (username,email,name).", status=400)
+        return refused(request, assignment, "Choose a CSV file of at most 1 MiB (username,email,name).")
     try:
         outcome = enrol_csv(assignment.slug, upload.read().decode("utf-8-sig"))
     except (RosterError, UnicodeDecodeError) as error:
-        return HttpResponse(f"The roster was not imported: {error}", status=400, content_type="text/plain")
-    AuditEntry.objects.create(
-        actor=signed_in(request),
-        action="roster",
-        detail=f"{outcome.created} created, {outcome.enrolled} enrolled, {outcome.already} already enrolled",
-    )
-    return redirect("class-view", slug=assignment.slug)
+        return refused(request, assignment, f"The roster was not imported: {error}")
+    detail = f"{outcome.created} created, {outcome.enrolled} enrolled, {outcome.already} already enrolled"
+    AuditEntry.objects.create(actor=signed_in(request), action="roster", assignment=assignment, detail=detail)
+    return done(request, assignment, f"Roster imported: {detail}.")
 
 
 @login_required
@@ -246,9 +283,11 @@ def unlock_sign_in(request: HttpRequest, slug: str) -> HttpResponse:
     AuditEntry.objects.create(
         actor=signed_in(request),
         action="unlock",
+        assignment=assignment,
+        student=student,
         detail=f"{labelled(student)}: sign-in unlocked ({removed} records removed)",
     )
-    return redirect("class-view", slug=assignment.slug)
+    return done(request, assignment, f"{full_name(student)} can sign in again.")
 
 
 @login_required
@@ -258,13 +297,14 @@ def class_report(request: HttpRequest, slug: str) -> HttpResponse:
     built from the database's counted submissions."""
     assignment = _staff_assignment(request, slug)
     results = _counted_results(assignment)
-    counted = {row.user.username: row.counted.pk for row in _rows(assignment) if row.counted is not None}
+    counted = {row.user.username: row.counted.pk for row, _, _ in results if row.counted is not None}
 
     def feedback_href(student: str) -> str:
         return f"/submissions/{counted.get(unquote(student), 0)}/feedback/"
 
     html = render_class_report(
-        [r for _, r in results],
+        # The score as it counts (late penalty, override), as the class view shows it.
+        [replace(r, score=row.total or 0.0) for row, r, _ in results],
         title=assignment.title,
         feedback_href=feedback_href,
         similarity=headline(assignment),
@@ -281,9 +321,11 @@ def override(request: HttpRequest, submission_id: int) -> HttpResponse:
     submission, role = submission_for(request.user, submission_id)
     if role not in STAFF_ROLES:
         raise Http404
-    limit = submission.max_score or submission.assignment.rubric().total
+    assignment = submission.assignment
+    limit = submission.max_score or assignment.rubric().total
     form = OverrideForm(request.POST, limit=limit)
     if not form.is_valid():
+<<<<<<< HEAD
         return form_errors(form, f"An override needs a score between 0 and {limit:g} and a reason.")
     record_override(submission, signed_in(request), form.cleaned_data["score"], form.cleaned_data["reason"])
     return redirect("class-view", slug=submission.assignment.slug)
@@ -292,17 +334,32 @@ def override(request: HttpRequest, submission_id: int) -> HttpResponse:
 def record_override(submission: Submission, actor: User, score: float, reason: str) -> ScoreOverride:
     """A score set by staff (checked by ``OverrideForm``): kept with its reason, audited, and
     sent on to the LMS's gradebook; the class view and an answered review request both come here."""
+=======
+        who = full_name(submission.user)
+        return refused_form(
+            request, assignment, form, f"Nothing was changed: an override of {who}'s score needs a score "
+            f"between 0 and {format_number(limit)} and a reason."
+        )  # fmt: skip
+    score, reason = form.cleaned_data["score"], form.cleaned_data["reason"]
+>>>>>>> i27-class
     with transaction.atomic():
         old = submission.counted_score
         made = ScoreOverride.objects.create(submission=submission, score=score, reason=reason, by=actor)
         AuditEntry.objects.create(
             actor=actor,
             action="override",
+            assignment=assignment,
+            student=submission.user,
             submission=submission,
             detail=f"{labelled(submission.user)}: {old} -> {score}: {reason}",
         )
         score_changed(submission.assignment_id, submission.user_id)
+<<<<<<< HEAD
     return made
+=======
+    said = f"Score of {full_name(submission.user)} set to {format_number(score)}: {reason}"
+    return done(request, assignment, said)
+>>>>>>> i27-class
 
 
 @login_required
@@ -313,7 +370,7 @@ def regrade(request: HttpRequest, slug: str) -> HttpResponse:
     assignment = _staff_assignment(request, slug)
     which = request.POST.get("which", "latest")
     if which not in ("latest", "all"):
-        return HttpResponse("Regrade 'latest' or 'all'.", status=400, content_type="text/plain")
+        return refused(request, assignment, "Regrade 'latest' or 'all'.")
     # A submission already waiting for its regrade is neither queued twice nor skipped over.
     candidates = Submission.objects.filter(assignment=assignment, kind=Kind.SUBMIT).filter(
         Q(state__in=SCORED) | Q(state__in=PENDING, lane=Lane.REGRADE.value)
@@ -343,8 +400,9 @@ def regrade(request: HttpRequest, slug: str) -> HttpResponse:
             Submission.objects.filter(pk=submission.pk).update(state=State.QUEUED, started_at=None)
             enqueue(submission, Lane.REGRADE)  # with today's sandbox and rubric
         detail = f"{len(targets)} submission(s) of {assignment.slug} ({which}) at {now:%Y-%m-%d %H:%M}"
-        AuditEntry.objects.create(actor=signed_in(request), action="regrade", detail=detail)
-    return redirect("class-view", slug=assignment.slug)
+        AuditEntry.objects.create(actor=signed_in(request), action="regrade", assignment=assignment, detail=detail)
+    what = "each student's latest submission" if which == "latest" else "every counted submission"
+    return done(request, assignment, f"{len(targets)} submission(s) queued for a regrade ({what}).")
 
 
 @login_required
@@ -355,9 +413,34 @@ def sync_roster(request: HttpRequest, slug: str) -> HttpResponse:
     assignment = _staff_assignment(request, slug)
     user = signed_in(request)
     queued = request_sync(assignment.course_id, user.pk)
+    waiting = "" if queued else " (one was already waiting)"
     AuditEntry.objects.create(
         actor=user,
         action="lms_roster",
-        detail=f"{assignment.course.slug}: roster sync asked for" + ("" if queued else " (one was already waiting)"),
+        assignment=assignment,
+        detail=f"{assignment.course.slug}: roster sync asked for{waiting}",
     )
-    return redirect("class-view", slug=assignment.slug)
+    return done(request, assignment, f"Roster sync from the LMS asked for{waiting}; the worker reads it.")
+
+
+@login_required
+@require_GET
+def audit(request: HttpRequest, slug: str) -> HttpResponse:
+    """Every recorded change to this assignment's grades and policy, newest first: staff of
+    the course only (anyone else: 404)."""
+    assignment = _staff_assignment(request, slug)
+    entries = (
+        AuditEntry.objects.filter(assignment=assignment)
+        .select_related("actor", "student", "submission")
+        .order_by("-at", "-pk")
+    )
+    paginator = Paginator(entries, MAX_AUDIT_PAGE)
+    page = paginator.page(_page_number(request.GET.get("page", "1"), paginator.num_pages))
+    return render(request, "courses/audit.html", {"assignment": assignment, "page": page})
+
+
+def _page_number(text: str, last: int) -> int:
+    """A page number as digits only; anything else is the first page, past the end the last."""
+    if not text.isascii() or not text.isdigit() or len(text) > 9:
+        return 1
+    return min(max(1, int(text)), last)

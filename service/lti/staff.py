@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
 
 from ..accounts.identity import signed_in
 from ..courses.access import assignment_for, posted_username
+from ..courses.back import done
 from ..courses.models import STAFF_ROLES, Enrolment, Role
 from ..submissions.models import AuditEntry
 from . import passback
@@ -34,6 +34,8 @@ def resend(request: HttpRequest, slug: str) -> HttpResponse:
     AuditEntry.objects.create(
         actor=signed_in(request),
         action="lms-resend",
+        assignment=assignment,
+        student_id=student,
         detail=f"{username} on {assignment.slug}: score sent to the LMS again ({queued} gradebook(s))",
     )
-    return redirect("class-view", slug=assignment.slug)
+    return done(request, assignment, f"The score of {username} is being sent to {queued} LMS gradebook(s) again.")

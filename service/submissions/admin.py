@@ -26,10 +26,10 @@ class ScoreOverrideAdmin(admin.ModelAdmin):  # type: ignore[type-arg]  # not sub
 
 @admin.register(AuditEntry)
 class AuditEntryAdmin(admin.ModelAdmin):  # type: ignore[type-arg]  # not subscriptable at run time
-    list_display = ("at", "actor_name", "action", "submission", "detail")
+    list_display = ("at", "actor_name", "action", "assignment", "student", "submission", "detail")
     list_filter = ("action",)
-    list_select_related = ("actor",)
-    readonly_fields = ("at", "actor", "action", "submission", "detail")
+    list_select_related = ("actor", "assignment", "student")
+    readonly_fields = ("at", "actor", "action", "assignment", "student", "submission", "detail")
 
     @admin.display(description="actor", ordering="actor__last_name")
     def actor_name(self, entry: AuditEntry) -> str:

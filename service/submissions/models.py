@@ -163,16 +163,23 @@ class Regrade(models.Model):
 
 
 class AuditEntry(models.Model):
-    """Who did what to whose grade, and why."""
+    """Who did what to whose grade, and why. The assignment it was done on (its class view's
+    audit page lists these) and the student it concerns, when there is one, are kept apart from
+    the text: an extension or an unlock has no submission."""
 
     at = models.DateTimeField(default=timezone.now, db_index=True)
     actor = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
     action = models.CharField(max_length=40)
+    assignment = models.ForeignKey(Assignment, null=True, blank=True, on_delete=models.SET_NULL, related_name="audit")
+    student = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     submission = models.ForeignKey(Submission, null=True, on_delete=models.SET_NULL, related_name="audit")
     detail = models.TextField()
 
     class Meta:
         ordering = ["-at"]
+<<<<<<< HEAD
 
 
 class ReviewState(models.TextChoices):
@@ -217,3 +224,6 @@ class ReviewRequest(models.Model):
 
     def __str__(self) -> str:
         return f"review #{self.pk} {self.student} {self.check_id} {self.state}"
+=======
+        indexes = [models.Index(fields=["assignment", "-at"], name="audit_by_assignment")]
+>>>>>>> i27-class

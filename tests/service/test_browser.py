@@ -34,6 +34,7 @@ from pytest_django.live_server_helper import LiveServer
 from service_cast import BUGGY, REPO, Cast
 from service_worker import work
 
+from grader.report.view import format_number
 from service.submissions.models import State, Submission
 
 pytestmark = [
@@ -243,9 +244,11 @@ def test_a_student_uploads_follows_the_grading_and_reads_the_feedback(
 
 
 def score_cell(page: Any, row: Any) -> Any:
-    """The class view's Score cell of a row, found by its column's heading (columns come and go)."""
-    headings = page.locator("table", has=page.locator("th", has_text="Counted")).locator("th").all_inner_texts()
-    return row.locator("td").nth([text.strip() for text in headings].index("Score"))
+    """The class view's Total cell of a row, found by its column's heading (columns come and go;
+    a row's first cell is its header, the student's name)."""
+    table = page.locator("table", has=page.locator("th", has_text="Counted"))
+    headings = table.locator("thead th").all_inner_texts()
+    return row.locator("th, td").nth([text.strip() for text in headings].index("Total"))
 
 
 def test_an_instructor_overrides_a_score_and_starts_a_regrade(
@@ -268,7 +271,7 @@ def test_an_instructor_overrides_a_score_and_starts_a_regrade(
     tab.open("/a/a8/class/")
     expect(page.get_by_role("heading", name="Class view: A8")).to_be_visible()
     row = page.locator("tr", has_text=cast.student.username)
-    expect(score_cell(page, row)).to_have_text(shown(old_score))
+    expect(score_cell(page, row)).to_have_text(format_number(old_score))  # as the |points filter writes it
 
     row.get_by_role("link", name=f"#{pk}").first.click()
     expect(page).to_have_url(f"{tab.base}/submissions/{pk}/")
@@ -279,7 +282,7 @@ def test_an_instructor_overrides_a_score_and_starts_a_regrade(
 
     expect(page).to_have_url(f"{tab.base}/a/a8/class/")
     row = page.locator("tr", has_text=cast.student.username)
-    expect(score_cell(page, row)).to_have_text(shown(87.5))
+    expect(score_cell(page, row)).to_have_text(format_number(87.5))
     tab.screenshot("class-view", tmp_path)
     overridden = stored(pk)
     assert overridden.counted_score == 87.5 and overridden.score == old_score  # the grader's score is kept

@@ -168,7 +168,7 @@ def test_a_graded_score_reaches_the_lms_once_for_the_students_lms_id(
     assert lms.gradebook.tokens_issued == 1  # one token, kept until it expires
     assert LineItem.objects.get().url == item["id"]
     page = cast.client(cast.instructor).get("/a/a8/class/").content.decode()
-    assert "<th>LMS</th>" in page and "<td>sent <form" in page
+    assert '<th scope="col">LMS</th>' in page and "<td>sent <form" in page
 
 
 def test_a_regrade_and_an_override_send_the_new_score(cast: Cast, lms: Lms, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -149,6 +149,12 @@ BASELINE = {
     "check": "api.check1",  # a review request's check, and the student's words
     "message": "please look again",
     "answer": "looked again",  # staff's answer to it
+    "back": "sort=total&dir=desc",  # the class view a staff form returns to
+    "sort": "name",  # the class view's filter bar (a GET form)
+    "dir": "asc",
+    "show": "all",
+    "status": "",
+    "q": "alice",
 }
 CORE_HOSTILE = ["\x00", "x" * 5000, "nan", "9" * 30, "\uff11\uff12"]
 HOSTILE_UPLOADS = [

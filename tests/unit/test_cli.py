@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import shutil
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -133,7 +134,10 @@ def test_grade_writes_a_report_per_student_and_grades_csv(runner: CliRunner, tmp
     with (out / "grades.csv").open(newline="", encoding="utf-8") as handle:
         reader = csv.DictReader(handle)
         rows = list(reader)
-    assert reader.fieldnames == ["student", *TAGS, "total", "max_total", "status", "detail", "review"]
+    assert reader.fieldnames == [
+        "student", *TAGS, "late_penalty", "override", "total",
+        "max_total", "late_penalty_percent", "override_reason", "status", "detail", "review",
+    ]  # fmt: skip
     assert [r["student"] for r in rows] == list(STUDENTS)
     by_student = {r["student"]: r for r in rows}
     assert by_student["alice_nguyen"]["total"] == "100"
@@ -141,8 +145,9 @@ def test_grade_writes_a_report_per_student_and_grades_csv(runner: CliRunner, tmp
     assert by_student["ivy_martins"]["total"] == "96.07"  # misnamed class, and checks that miss some bugs
     assert all(r["review"] == "" for r in rows)  # all three wrote their Step-5 note
     assert all(r["max_total"] == "100" and r["status"] == "graded" for r in rows)
-    for row in rows:
-        assert sum(float(row[tag]) for tag in TAGS) == pytest.approx(float(row["total"]))
+    for row in rows:  # exactly, as written: the grader's score is its sections' sum
+        assert row["late_penalty"] == row["override"] == "0"
+        assert sum(Decimal(row[tag]) for tag in TAGS) == Decimal(row["total"])
 
     assert sorted(p.name for p in out.iterdir()) == ["grades.csv", "grades.sqlite", "index.html", "students"]
     assert sorted(p.name for p in (out / "students").iterdir()) == sorted(STUDENTS)

@@ -495,16 +495,21 @@ def test_csv_round_trips(tmp_path: Path) -> None:
     write_grades_csv(results, target, TAGS)
     with target.open(newline="", encoding="utf-8") as handle:
         reader = csv.DictReader(handle)
-        assert reader.fieldnames == ["student", *TAGS, "total", "max_total", "status", "detail", "review"]
+        assert reader.fieldnames == [
+            "student", *TAGS, "late_penalty", "override", "total",
+            "max_total", "late_penalty_percent", "override_reason", "status", "detail", "review",
+        ]  # fmt: skip
         rows = list(reader)
     assert len(rows) == 4
     ada, injected, grace, alan = rows
     assert ada["student"] == "ada" and ada["a6_parity"] == "4.5" and ada["total"] == "24.5"
+    # The CLI grader takes nothing off and sets nothing by hand: the sections are the total.
+    assert (ada["late_penalty"], ada["override"], ada["late_penalty_percent"]) == ("0", "0", "0")
     assert ada["api"] == "5" and ada["max_total"] == "24.5" and ada["status"] == "graded"
     assert injected["student"] == '\'=HYPERLINK("http://x")'  # spreadsheet formula defused
     assert injected["api"] == "3.5"
     assert grace["status"] == "infra_error" and grace["detail"].startswith("Docker daemon")
-    assert all(grace[tag] == "" for tag in TAGS) and grace["total"] == ""
+    assert all(grace[tag] == "" for tag in (*TAGS, "late_penalty", "override")) and grace["total"] == ""
     assert alan["total"] == "0" and alan["status"] == "ungradable"
 
 
