@@ -120,6 +120,8 @@ def answer(request: HttpRequest, slug: str, request_id: int) -> HttpResponse:
         AuditEntry.objects.create(
             actor=actor,
             action="review_answer",
+            assignment_id=review.assignment_id,
+            student=review.student,
             submission=submission,
             detail=f"{labelled(review.student)}: review of {review.check_id} answered (request {review.pk})"
             + (f", score set to {made.score}" if made else ""),

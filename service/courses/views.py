@@ -325,23 +325,21 @@ def override(request: HttpRequest, submission_id: int) -> HttpResponse:
     limit = submission.max_score or assignment.rubric().total
     form = OverrideForm(request.POST, limit=limit)
     if not form.is_valid():
-<<<<<<< HEAD
-        return form_errors(form, f"An override needs a score between 0 and {limit:g} and a reason.")
-    record_override(submission, signed_in(request), form.cleaned_data["score"], form.cleaned_data["reason"])
-    return redirect("class-view", slug=submission.assignment.slug)
-
-
-def record_override(submission: Submission, actor: User, score: float, reason: str) -> ScoreOverride:
-    """A score set by staff (checked by ``OverrideForm``): kept with its reason, audited, and
-    sent on to the LMS's gradebook; the class view and an answered review request both come here."""
-=======
         who = full_name(submission.user)
         return refused_form(
             request, assignment, form, f"Nothing was changed: an override of {who}'s score needs a score "
             f"between 0 and {format_number(limit)} and a reason."
         )  # fmt: skip
     score, reason = form.cleaned_data["score"], form.cleaned_data["reason"]
->>>>>>> i27-class
+    record_override(submission, signed_in(request), score, reason)
+    said = f"Score of {full_name(submission.user)} set to {format_number(score)}: {reason}"
+    return done(request, assignment, said)
+
+
+def record_override(submission: Submission, actor: User, score: float, reason: str) -> ScoreOverride:
+    """A score set by staff (checked by ``OverrideForm``): kept with its reason, audited, and
+    sent on to the LMS's gradebook; the class view and an answered review request both come here."""
+    assignment = submission.assignment
     with transaction.atomic():
         old = submission.counted_score
         made = ScoreOverride.objects.create(submission=submission, score=score, reason=reason, by=actor)
@@ -354,12 +352,7 @@ def record_override(submission: Submission, actor: User, score: float, reason: s
             detail=f"{labelled(submission.user)}: {old} -> {score}: {reason}",
         )
         score_changed(submission.assignment_id, submission.user_id)
-<<<<<<< HEAD
     return made
-=======
-    said = f"Score of {full_name(submission.user)} set to {format_number(score)}: {reason}"
-    return done(request, assignment, said)
->>>>>>> i27-class
 
 
 @login_required

@@ -179,7 +179,7 @@ class AuditEntry(models.Model):
 
     class Meta:
         ordering = ["-at"]
-<<<<<<< HEAD
+        indexes = [models.Index(fields=["assignment", "-at"], name="audit_by_assignment")]
 
 
 class ReviewState(models.TextChoices):
@@ -224,6 +224,3 @@ class ReviewRequest(models.Model):
 
     def __str__(self) -> str:
         return f"review #{self.pk} {self.student} {self.check_id} {self.state}"
-=======
-        indexes = [models.Index(fields=["assignment", "-at"], name="audit_by_assignment")]
->>>>>>> i27-class

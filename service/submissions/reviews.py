@@ -107,6 +107,8 @@ def ask(submission: Submission, student: User, check_id: str, title: str, messag
         AuditEntry.objects.create(
             actor=student,
             action="review_ask",
+            assignment=assignment,
+            student=student,
             submission=submission,
             detail=f"{labelled(student)}: review of {check_id} asked (request {made.pk})",
         )
@@ -123,6 +125,8 @@ def withdraw(review: ReviewRequest, student: User) -> bool:
             AuditEntry.objects.create(
                 actor=student,
                 action="review_withdraw",
+                assignment_id=review.assignment_id,
+                student=student,
                 submission_id=review.submission_id,
                 detail=f"{labelled(student)}: review of {review.check_id} withdrawn (request {review.pk})",
             )
