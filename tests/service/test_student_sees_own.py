@@ -22,7 +22,7 @@ from service.fleet.registry import Identity, Registration
 from service.submissions.models import GradingRun, State, Submission
 from service.submissions.queue import LANES
 
-pytestmark = [pytest.mark.db, pytest.mark.docker, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.db]
 
 
 def sandbox_image() -> tuple[str, str]:
@@ -59,6 +59,8 @@ def shows(text: str, value: str) -> bool:
     return re.search(rf"(?<![\w.-]){re.escape(value)}(?![\w.-])", text) is not None
 
 
+@pytest.mark.docker
+@pytest.mark.django_db(transaction=True)
 def test_a_student_sees_no_image_host_or_runner_and_staff_still_do(cast: Cast) -> None:
     tag, digest = sandbox_image()
     student = cast.client(cast.student)
@@ -103,3 +105,39 @@ def test_a_student_sees_no_image_host_or_runner_and_staff_still_do(cast: Cast) -
         assert run.image_id in staff_page and run.worker in staff_page
         staff_feedback = staff.get(f"/submissions/{pk}/feedback/").content.decode()
         assert result.image in staff_feedback and "Runner" in staff_feedback
+
+
+def test_an_infrastructure_failure_is_told_to_the_student_without_its_machinery(cast: Cast) -> None:
+    # The failure's own words name the engine, the image, a container: staff read them, the
+    # student reads that it was not their fault.
+    from dataclasses import replace
+
+    from grader.results import LoadReport, Status, SubmissionResult
+    from grader.results_io import result_to_json
+
+    reason = "cannot look up sandbox image autograd-grader:0123456789ab: 500 Server Error on grader-7"
+    result = SubmissionResult(
+        "alice", "autograd_lab.py", Status.INFRA_ERROR, 0.0, 100.0, (), (),
+        LoadReport(ok=True, mode="full", class_name="Value"), reason, "a8", "0" * 40, 1,
+        "docker", "sha256:" + "d" * 64, 1.0,
+    )  # fmt: skip
+    student = cast.client(cast.student)
+    pk = upload(student, "submit", GOOD)
+    Submission.objects.filter(pk=pk).update(state=State.INFRA_ERROR, detail=reason, result_json=result_to_json(result))
+    for path in (f"/submissions/{pk}/", f"/submissions/{pk}/feedback/"):
+        page = student.get(path).content.decode()
+        assert "autograd-grader" not in page and "grader-7" not in page and "d" * 12 not in page, path
+    assert "not your submission" in student.get(f"/submissions/{pk}/").content.decode()
+    staff = cast.client(cast.instructor)
+    assert reason in staff.get(f"/submissions/{pk}/").content.decode()
+    assert reason in staff.get(f"/submissions/{pk}/feedback/").content.decode()
+    # A regrade that failed leaves the earlier result: the student is told that much.
+    from service.submissions.models import REGRADE_FAILED
+
+    graded = replace(result, status=Status.GRADED, status_detail="graded", score=50.0)
+    Submission.objects.filter(pk=pk).update(
+        state=State.GRADED, score=50.0, max_score=100.0, result_json=result_to_json(graded),
+        detail=f"{REGRADE_FAILED} ({reason}); the earlier result stands",
+    )  # fmt: skip
+    page = student.get(f"/submissions/{pk}/").content.decode()
+    assert "the earlier result stands" in page and "grader-7" not in page
