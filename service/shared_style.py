@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, overload
 
 from django.contrib.staticfiles.finders import BaseFinder
 from django.core.files.storage import FileSystemStorage
@@ -32,11 +32,15 @@ class GraderStyleFinder(BaseFinder):
     def check(self, **kwargs: Any) -> list[Any]:
         return []
 
-    def find(self, path: str, find_all: bool = False, **kwargs: Any) -> str | list[str]:
-        if path != URL_PATH:
-            return [] if find_all or kwargs.get("all") else ""
-        found = str(FOLDER / NAME)
-        return [found] if find_all or kwargs.get("all") else found
+    @overload
+    def find(self, path: str, find_all: Literal[False] = False) -> str | None: ...
+    @overload
+    def find(self, path: str, find_all: Literal[True]) -> list[str]: ...
+    def find(self, path: str, find_all: bool = False) -> Any:
+        # Not found is [] in either mode, as Django's own finders answer (staticfiles.finders.find
+        # would take a None for a match).
+        found = [str(FOLDER / NAME)] if path == URL_PATH else []
+        return found[0] if found and not find_all else found
 
     def list(self, ignore_patterns: Any) -> Iterator[tuple[str, FileSystemStorage]]:
         yield NAME, self.storage
