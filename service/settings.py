@@ -135,7 +135,13 @@ LANGUAGE_CODE = "en"
 TIME_ZONE = env_text("TIME_ZONE", "UTC")
 USE_TZ = True
 STATIC_URL = "/static/"
-WHITENOISE_USE_FINDERS = True  # two small files, served from the apps' folders: no collectstatic step
+WHITENOISE_USE_FINDERS = True  # a few small files, served from the apps' folders: no collectstatic step
+STATICFILES_FINDERS = [
+    "django.contrib.staticfiles.finders.FileSystemFinder",
+    "django.contrib.staticfiles.finders.AppDirectoriesFinder",
+    # The grader's feedback stylesheet, the base of every page's look: one file, one source.
+    "service.shared_style.GraderStyleFinder",
+]
 
 # Uploads: the grader's own cap, and nothing kept in memory beyond it.
 MAX_UPLOAD_BYTES = env_int("MAX_UPLOAD_BYTES", 1024 * 1024, minimum=1024)

@@ -30,7 +30,7 @@ from grader.runners.warm_pool import WarmPool
 
 from ..fleet import registry
 from ..lti.passback import score_changed
-from .models import GradingRun, Kind, State, Submission
+from .models import REGRADE_FAILED, GradingRun, Kind, State, Submission
 from .queue import Lane
 
 log = logging.getLogger(__name__)
@@ -138,7 +138,7 @@ def _restore_before_regrade(submission: Submission, reason: str, now: datetime) 
         state=earlier.old_state,
         score=earlier.old_score,
         result_json=earlier.old_result_json,
-        detail=f"the regrade failed ({reason[:300]}); the earlier result stands",
+        detail=f"{REGRADE_FAILED} ({reason[:300]}); the earlier result stands",
         finished_at=now,
     )
     return True

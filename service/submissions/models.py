@@ -33,6 +33,8 @@ PENDING = (State.QUEUED, State.RUNNING)
 # A finished grading that produced a score (infra errors never count as attempts).
 SCORED = (State.GRADED, State.TIMEOUT, State.OOM, State.OUTPUT_LIMIT, State.UNGRADABLE)
 RESOURCE_STATES = (State.TIMEOUT, State.OOM, State.OUTPUT_LIMIT)
+# How a failed regrade's detail begins (its reason follows, for staff; students read less).
+REGRADE_FAILED = "the regrade failed"
 
 
 class Submission(models.Model):

@@ -104,15 +104,23 @@ def submission_page(request: HttpRequest, submission_id: int) -> HttpResponse:
     submission, role = submission_for(request.user, submission_id)
     staff = role in STAFF_ROLES
     score, max_score = submission.shown_score(staff)
+    withheld = submission.hides_hidden(staff)
+    state = submission.shown_state(staff)
+    detail = detail_for(submission, staff)
     context = {
         "s": submission,
         "position": position(submission),
         "is_staff": staff,
         "score": score,
         "max_score": max_score,
-        "withheld": submission.hides_hidden(staff),
-        "state": submission.shown_state(staff),
-        "detail": detail_for(submission, staff),
+        "withheld": withheld,
+        "state": state,
+        # The grader's "graded" for a graded run says nothing the status word does not.
+        "detail": "" if detail.strip().lower() == state.lower() else detail,
+        # The score shown is an override's when staff set one (and no hidden result is withheld).
+        "override": None if withheld else max(submission.overrides.all(), key=lambda o: (o.at, o.pk), default=None),
+        # Which worker and sandbox image graded it: staff only, never a student.
+        "runs": submission.runs.order_by("started_at", "pk") if staff else (),
     }
     return render(request, "submissions/submission.html", context)
 

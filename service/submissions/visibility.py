@@ -6,12 +6,14 @@ from dataclasses import replace
 
 from grader.results import SectionResult, Status, SubmissionResult, Visibility
 
-from .models import Submission
+from .models import REGRADE_FAILED, State, Submission
 
 
 def student_view(result: SubmissionResult, submission: Submission) -> SubmissionResult:
-    """A counted submission's hidden checks stay out of sight until the student's due date
-    (Gradescope's ``after_due_date``), unless the assignment shows them at once."""
+    """What the student may see: never the grading machinery (``without_machinery``), and a
+    counted submission's hidden checks out of sight until the student's due date (Gradescope's
+    ``after_due_date``), unless the assignment shows them at once."""
+    result = without_machinery(result)
     if not submission.hides_hidden(viewer_is_staff=False):
         return result
     shown = tuple(c for c in result.checks if c.visibility is Visibility.VISIBLE)
@@ -64,6 +66,21 @@ def student_view(result: SubmissionResult, submission: Submission) -> Submission
 
 
 RESOURCE_STATUSES = (Status.TIMEOUT, Status.OOM, Status.OUTPUT_LIMIT)
+# Said to a student in place of an infrastructure failure's own words, which can name the
+# engine, an image, a container or a host.
+INFRA_DETAIL = "the grader failed, not your submission: nothing counts against you"
+REGRADE_FAILED_DETAIL = "a regrade could not be done; the earlier result stands"
+
+
+def without_machinery(result: SubmissionResult) -> SubmissionResult:
+    """No sandbox image (its digest), runner, or infrastructure error text: how and where the
+    service grades is for its staff (the feedback page then shows no runner line at all)."""
+    return replace(
+        result,
+        runner="",
+        image="",
+        status_detail="" if result.status is Status.INFRA_ERROR else result.status_detail,
+    )
 
 
 def without_hidden_titles(detail: str, result: SubmissionResult) -> str:
@@ -75,6 +92,11 @@ def without_hidden_titles(detail: str, result: SubmissionResult) -> str:
 
 
 def detail_for(submission: Submission, viewer_is_staff: bool) -> str:
+    if not viewer_is_staff and submission.detail:
+        if submission.state == State.INFRA_ERROR:
+            return INFRA_DETAIL
+        if submission.detail.startswith(REGRADE_FAILED):
+            return REGRADE_FAILED_DETAIL
     if not submission.detail or not submission.hides_hidden(viewer_is_staff) or not submission.result_json:
         return submission.detail
     if submission.shown_state(viewer_is_staff) != submission.state:

@@ -170,3 +170,19 @@ def test_https_turns_hsts_on_by_default_and_a_sign_in_lasts_a_working_day() -> N
         0,
         2 * 3600,
     )
+
+
+def test_the_pages_take_the_graders_stylesheet_from_its_one_source(cast: Cast) -> None:
+    # One look for the feedback pages and the service's: the grader's style.css is served as
+    # it is (no copy to drift), linked before the service's own components.
+    from django.conf import settings
+
+    page = cast.client(cast.student).get("/a/a8/").content.decode()
+    grader_css, site_css = page.index("/static/grader/style.css"), page.index("/static/service/site.css")
+    assert grader_css < site_css
+    source = Path(settings.REPO / "grader" / "report" / "templates" / "style.css").read_bytes()
+    served = Client().get("/static/grader/style.css")
+    assert served.status_code == 200 and served["Content-Type"].startswith("text/css")
+    assert b"".join(served.streaming_content) == source  # type: ignore[attr-defined]
+    # Only that file: the grader's templates beside it are not static files.
+    assert Client().get("/static/grader/feedback.html.j2").status_code == 404

@@ -1,4 +1,5 @@
-"""``{{ value|points }}``: points written one way on every page, the grader's way (68, 12.5)."""
+"""``{{ value|points }}``: points written one way on every page, the grader's way (68, 12.5);
+``{{ state|state_word }}``: a submission's state in words."""
 
 from __future__ import annotations
 
@@ -18,3 +19,20 @@ def points(value: object) -> str:
         return format_number(float(value))  # type: ignore[arg-type]
     except (TypeError, ValueError):
         return ""
+
+
+STATE_WORDS = {
+    "timeout": "timed out",
+    "oom": "out of memory",
+    "output_limit": "output limit",
+    "infra_error": "grader failure",
+    "superseded": "replaced",
+}
+
+
+@register.filter
+def state_word(state: object) -> str:
+    """The state as a word a student reads: "timed out", not ``timeout``; queued, running and
+    graded are already words (and the page that follows a queued submission shows them as is)."""
+    text = str(state or "")
+    return STATE_WORDS.get(text, text.replace("_", " "))
