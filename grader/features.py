@@ -43,8 +43,9 @@ PLAIN_WORDS: Mapping[Feature, str] = {
     "float_exponent": "int exponents in place of float ones (x ** 2, not x ** 2.0)",
 }
 
-# Catalogue bugs that edit the method a feature needs: with the method missing there is
-# nothing to edit, and the missing method is already charged where the feature is measured.
+# Catalogue bugs that edit the method a feature needs: with the method missing (or holding
+# that very bug) there is nothing to edit, and the fault is already charged where the
+# feature is measured, so the mutation score does not count it again.
 MUTANT_FEATURES: Mapping[str, Feature] = {
     "fwd_sub": "sub",
     "fwd_neg": "neg",

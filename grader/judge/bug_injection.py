@@ -264,8 +264,8 @@ def score(ctx: Context) -> tuple[list[Verdict], list[str]]:
     notes = _score_notes(killed, survived + unclear, timeouts, skipped, absent)
     if excused:
         notes.append(
-            f"{len(excused)} edit(s) had no target because the operation is missing, which the checks that "
-            "measure it already charge: not counted here."
+            f"{len(excused)} edit(s) had no target in an operation that is missing or already wrong, which the "
+            "checks that measure it already charge: not counted here."
         )
     if unclear:
         notes.append(
