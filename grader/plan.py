@@ -22,6 +22,8 @@ from typing import Any
 from sandbox.harness import wire
 from sandbox.harness.mutation.mutate import CATALOGUE
 
+from .errors import GraderError
+from .features import FEATURES, removable, same_function, without
 from .program import Program, compile_steps, evaluate, relu_inputs
 from .reference_class import correct_class
 from .results import Visibility
@@ -143,7 +145,7 @@ def build_plan(rubric: Rubric, *, seed: int, visible_only: bool) -> Plan:
     shown = {
         p for c in checks if c.visibility is Visibility.VISIBLE for p in (c.probe, c.fallback and c.fallback.probe)
     }
-    expanded = [replace(_expand(rubric.probes[name], seed), hidden=name not in shown) for name in needed]
+    expanded = [replace(_expand_named(rubric, name, seed), hidden=name not in shown) for name in needed]
     # Every run whose output a student may see comes before the first run that holds a hidden
     # input: a hidden run can move counters every process shares (PIDs, inode numbers), and no
     # shown run may read them after. So: shown probes, then bug injection (the student's checks,
@@ -170,6 +172,49 @@ def _rng(seed: int, probe_id: str, instance: int = 0) -> random.Random:
     rebuild from enough outputs is this instance's alone; bytes seeds are stable everywhere."""
     message = f"{probe_id}\0{instance}".encode()
     return random.Random(hmac.new(_key(seed), message, hashlib.sha256).digest())
+
+
+def _expand_named(rubric: Rubric, name: str, seed: int) -> PlannedProbe:
+    probe = rubric.probes[name]
+    if probe.core_of is None:
+        return _expand(probe, seed)
+    # The original's programs, drawn from the original's own key (so its hidden inputs are the
+    # ones it always had), each rewritten without the features and proved the same function.
+    base = _expand(rubric.probes[probe.core_of], seed)
+    programs = []
+    for program in base.programs:
+        rewritten = without(program, probe.without)  # type: ignore[arg-type]
+        why = same_function(program, rewritten)
+        if why:
+            raise GraderError(f"probe {probe.id} does not compute what {probe.core_of} does: {why}")
+        programs.append(rewritten)
+    return replace(base, id=probe.id, programs=tuple(programs))
+
+
+def probe_features(probe: Probe) -> frozenset[str]:
+    """The features (grader/features.py) a probe's programs rely on that a rewrite can remove,
+    whatever its inputs: the structure of a probe's programs does not depend on the draws."""
+    if probe.kind == "program":
+        steps = compile_steps([leaf.name for leaf in probe.leaves], probe.steps)
+        return removable({"leaves": {}, "steps": steps}, FEATURES)
+    if probe.kind == "fd_op":
+        found: set[str] = set()
+        for program in _fd_programs(probe, random.Random(0), 0):
+            found |= removable(program, FEATURES)
+        return frozenset(found)
+    if probe.kind == "random_dag":
+        # Every graph weighs its nodes by plain numbers (0.5 + 0.25k, the upstream 1.7).
+        return frozenset({"number"}.union(*(DAG_OP_FEATURES.get(op, ()) for op in probe.ops)))
+    return frozenset()
+
+
+# What each random-graph operation adds to the plain-number weights (see ``_random_dag``).
+DAG_OP_FEATURES: Mapping[str, tuple[str, ...]] = {
+    "sub": ("sub",),
+    "neg": ("neg",),
+    "div": ("div",),  # a / (b*b + 0.5)
+    "square": ("float_exponent",),  # a ** 2, an integral exponent
+}
 
 
 def _expand(probe: Probe, seed: int) -> PlannedProbe:

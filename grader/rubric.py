@@ -10,7 +10,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, cast, get_args
 
@@ -105,6 +105,10 @@ class Probe:
     max_ops: int = 8
     ops: tuple[str, ...] = ()
     shrink: int = 0  # rounds of counterexample shrinking after a failing instance (0: none)
+    # A probe the loader derives: ``core_of``'s programs, drawn exactly as they are, rewritten
+    # without the features ``without`` names (grader/features.py): the same function.
+    core_of: str | None = None
+    without: tuple[str, ...] = ()
 
     @property
     def randomized(self) -> bool:
@@ -120,7 +124,10 @@ class Fallback:
 
     probe: str
     when_failing: tuple[str, ...]
-    because: str  # what the feedback says when the fallback is used
+    because: str  # what the feedback says when the fallback is used ("" when derived: see ``derived``)
+    # Derived from the rubric's ``features`` table rather than written: the feedback says once,
+    # on the failing check that measures the feature, which checks were built without it.
+    derived: bool = False
 
 
 @dataclass(frozen=True)
@@ -186,6 +193,9 @@ class Rubric:
     # whoever sees the check's details (the instructor's batch feedback; students after the
     # hidden results are released), or students at once as well.
     counterexamples: CounterexampleShown = "after_due_date"
+    # Feature (grader/features.py) -> the checks that measure it. When one of them fails, the
+    # probes of every other check are judged in a form without that feature.
+    features: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def checks(self) -> tuple[Check, ...]:
@@ -241,7 +251,7 @@ def load_rubric(path: Path | str = DEFAULT_RUBRIC) -> Rubric:
         raise RubricError("the rubric is empty", where=str(path))
     root = Node(root_node, "", str(path))
     top = root.mapping(
-        ("assignment", "limits", "stand_ins", "tolerances", "probes", "sections"),
+        ("assignment", "limits", "stand_ins", "tolerances", "probes", "sections", "features"),
         required=("assignment", "probes", "sections"),
     )
     assignment = top["assignment"].mapping(
@@ -260,6 +270,7 @@ def load_rubric(path: Path | str = DEFAULT_RUBRIC) -> Rubric:
             tolerances[name] = Tolerance(fields["abs"].number(0), get(fields, "rel", lambda n: n.number(0), 0.0))
     probes = {name: _probe(name, node) for name, node in top["probes"].items()}
     sections = tuple(_section(node, probes, tolerances) for node in top["sections"].sequence())
+    features = _features(top["features"]) if "features" in top else {}
     rubric = Rubric(
         name=assignment["name"].text(),
         filename=assignment["file"].text(),
@@ -282,7 +293,11 @@ def load_rubric(path: Path | str = DEFAULT_RUBRIC) -> Rubric:
             CounterexampleShown,
             get(assignment, "counterexamples", lambda n: n.choice(COUNTEREXAMPLES_SHOWN), "after_due_date"),
         ),
+        features=features,
     )
+    _check_features(rubric, top)
+    _check_fallbacks(rubric, top)
+    rubric = _derive_fallbacks(rubric, top)
     _cross_check(rubric, top, root)
     return rubric
 
@@ -509,3 +524,110 @@ def _no_cycles(rubric: Rubric, top: dict[str, Node]) -> None:
 
     for check_id in depends:
         visit(check_id, ())
+
+
+# --- what probes rely on, and their forms without it ------------------------------------------
+
+
+CORE_SUFFIX = "~core"  # a derived probe's id: the original's id and this
+
+
+def _features(node: Node) -> dict[str, tuple[str, ...]]:
+    from .features import FEATURES  # local import: features has no rubric types, plan does
+
+    out: dict[str, tuple[str, ...]] = {}
+    for name, entry in node.items():
+        if name not in FEATURES:
+            near = difflib.get_close_matches(name, FEATURES, n=1)
+            raise entry.fail(f"no feature named '{name}'" + (f" (did you mean '{near[0]}'?)" if near else ""))
+        fields = entry.mapping(("measured_by",), required=("measured_by",))
+        measuring = fields["measured_by"].texts()
+        if not measuring:
+            raise fields["measured_by"].fail("name at least one check")
+        out[name] = measuring
+    return out
+
+
+def _check_features(rubric: Rubric, top: dict[str, Node]) -> None:
+    """Each feature is measured by known checks, worth points, that are not themselves judged
+    on a derived form (they would measure nothing)."""
+    by_id = {c.id: c for c in rubric.checks}
+    for feature, measuring in rubric.features.items():
+        for check_id in measuring:
+            check = by_id.get(check_id)
+            if check is None:
+                raise top["features"].fail(f"feature {feature} is measured by unknown check '{check_id}'")
+            if check.compare not in ("api", "values"):
+                raise top["features"].fail(
+                    f"feature {feature}: check {check_id} compares {check.compare}, which measures no operation"
+                )
+        if not any(by_id[c].points > 0 for c in measuring):
+            raise top["features"].fail(f"feature {feature}: no check that measures it is worth points")
+
+
+def _check_fallbacks(rubric: Rubric, top: dict[str, Node]) -> None:
+    """A written fallback must compute the same function as the check's own probe: the same
+    leaves, drawn alike, and steps that give every node the original names the same value and
+    gradient. A check that falls back measures the same thing in another form, never less."""
+    import random
+
+    from .features import same_function
+    from .program import compile_steps
+
+    for check in rubric.checks:
+        if check.fallback is None or check.fallback.derived:
+            continue
+        own, other = rubric.probes[check.probe], rubric.probes[check.fallback.probe]
+        where = f"check {check.id}: fallback {other.id}"
+        if own.kind != "program":
+            raise top["sections"].fail(
+                f"{where}: a {own.kind} probe's programs are drawn, so no written probe can be shown to compute "
+                "the same function; declare what they rely on under `features:` and the form without it is derived"
+            )
+        if own.leaves != other.leaves or own.instances != other.instances:
+            raise top["sections"].fail(f"{where}: a fallback has the check's probe's leaves and instance count")
+        names = [leaf.name for leaf in own.leaves]
+        mine, theirs = compile_steps(names, own.steps), compile_steps(names, other.steps)
+        rng = random.Random(0)
+        for _ in range(4):
+            leaves = {
+                leaf.name: leaf.value if leaf.value is not None else rng.uniform(*rng.choice(leaf.ranges))
+                for leaf in own.leaves
+            }
+            why = same_function({"leaves": leaves, "steps": mine}, {"leaves": leaves, "steps": theirs})
+            if why:
+                raise top["sections"].fail(f"{where} does not compute the same function: {why}")
+
+
+def _derive_fallbacks(rubric: Rubric, top: dict[str, Node]) -> Rubric:
+    """For every check whose probe relies on a feature another check measures: a fallback to
+    the probe's form without the features it does not measure itself, used when a check that
+    measures one of them fails."""
+    if not rubric.features:
+        return rubric
+    from .plan import probe_features  # local import: plan depends on rubric types
+
+    by_id = {c.id: c for c in rubric.checks}
+    probes = dict(rubric.probes)
+    sections = []
+    for section in rubric.sections:
+        checks = []
+        for check in section.checks:
+            probe = rubric.probes[check.probe]
+            if check.fallback is not None or probe.kind not in ("program", "fd_op", "random_dag"):
+                checks.append(check)
+                continue
+            # A feature measured by a check of this very probe is the probe's subject: kept.
+            owned = {f for f, measuring in rubric.features.items() if any(by_id[m].probe == probe.id for m in measuring)}
+            used = sorted(probe_features(probe) & set(rubric.features) - owned)
+            when = tuple(dict.fromkeys(m for f in used for m in rubric.features[f] if by_id[m].probe != probe.id))
+            if not used or not when:
+                checks.append(check)
+                continue
+            core = probe.id + CORE_SUFFIX
+            if core in rubric.probes:
+                raise top["probes"].fail(f"probe {core}: names ending in {CORE_SUFFIX} are the derived forms'")
+            probes[core] = replace(probe, id=core, core_of=probe.id, without=tuple(used))
+            checks.append(replace(check, fallback=Fallback(core, when, "", derived=True)))
+        sections.append(replace(section, checks=tuple(checks)))
+    return replace(rubric, probes=probes, sections=tuple(sections))

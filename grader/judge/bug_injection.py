@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from sandbox.harness import wire
 
+from ..features import MUTANT_FEATURES
 from ..mutate import BY_ID, CATALOGUE, FAMILIES, FORCED_FAIL, INFO
 from ..results import Comparison
 from .comparers import Context, Verdict, missing_reason
@@ -225,6 +226,7 @@ def score(ctx: Context) -> tuple[list[Verdict], list[str]]:
     survived: list[str] = []
     timeouts: list[str] = []
     absent: list[str] = []
+    excused: list[str] = []
     skipped: list[str] = []  # the grading time budget ran out before these ran
     unclear: list[str] = []  # catching mode: the checks stopped where they stop on the file itself
     for op in CATALOGUE:
@@ -232,7 +234,9 @@ def score(ctx: Context) -> tuple[list[Verdict], list[str]]:
         if record is None or record.script is None:
             continue
         outcome = record.script.outcome
-        if outcome == wire.NOT_APPLICABLE:
+        if outcome == wire.NOT_APPLICABLE and MUTANT_FEATURES.get(op.id) in ctx.charged_features:
+            excused.append(op.id)  # the method it edits is missing, and charged where that is measured
+        elif outcome == wire.NOT_APPLICABLE:
             absent.append(op.id)
         elif outcome == wire.NOT_RUN:
             skipped.append(op.id)
@@ -258,6 +262,11 @@ def score(ctx: Context) -> tuple[list[Verdict], list[str]]:
         return [Verdict(False, problem=f"No mutation score: {why}.", kind="not_run")], []
     verdicts = [Verdict(True) for _ in killed] + [Verdict(False) for _ in survived + unclear + absent]
     notes = _score_notes(killed, survived + unclear, timeouts, skipped, absent)
+    if excused:
+        notes.append(
+            f"{len(excused)} edit(s) had no target in an operation that is missing or already wrong, which the "
+            "checks that measure it already charge: not counted here."
+        )
     if unclear:
         notes.append(
             f"{len(unclear)} of the bugs not caught made your checks stop where they already stop on your engine: "

@@ -57,6 +57,9 @@ class Context:
     # The checks that find the engine wrong (values or backward order), known when the
     # student's own checks are judged: the truth their checks are a detector of.
     engine_faults: tuple[EngineFault, ...] = ()
+    # Features (grader/features.py) whose measuring checks fail, known when the student's own
+    # checks are judged: a catalogue bug that would edit a missing method is not counted.
+    charged_features: frozenset[str] = frozenset()
 
 
 Comparer = Callable[[Context, int], Verdict]

@@ -26,7 +26,7 @@ from ..mutate import CATALOGUE, FAMILIES, INFO, mutate
 from ..plan import Plan, PlannedProbe
 from ..program import describe
 from ..results import CheckResult, Diagnosis, Visibility
-from ..rubric import Rubric
+from ..rubric import CORE_SUFFIX, Rubric
 from .expected import REFERENCE, Expected, compute_expected, observe
 from .records import Observed, SandboxReport
 from .verdicts import judge
@@ -59,7 +59,8 @@ def differing(expected: Expected, plan: Plan, report: SandboxReport) -> Differen
     """Every observed number that differs from the reference's, with the observed value."""
     out: Differences = {}
     for probe in plan.probes:
-        if probe.kind != wire.PROGRAM:
+        # A derived probe (the same graphs without a feature) repeats its original's evidence.
+        if probe.kind != wire.PROGRAM or probe.id.endswith(CORE_SUFFIX):
             continue
         got_probe = report.probe(probe.id)
         for index in range(len(probe.programs)):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from ..features import FEATURES, PLAIN_WORDS
 from ..plan import Plan, PlannedProbe
 from ..program import describe
 from ..results import CheckResult, Comparison, FdRow, Outcome, Visibility
@@ -47,6 +48,7 @@ def judge(rubric: Rubric, plan: Plan, expected: Expected, report: SandboxReport)
             report.load,
             rubric.class_name,
             _engine_faults(rubric, results) if check.compare in MUTATION_COMPARES else (),
+            _charged(rubric, results) if check.compare in MUTATION_COMPARES else frozenset(),
         )
         blocked = [r for r in check.requires if r in results and not results[r].passed]
         notes: list[str] = []
@@ -62,17 +64,58 @@ def judge(rubric: Rubric, plan: Plan, expected: Expected, report: SandboxReport)
             count = 1 if check.compare in SINGLE else len(probe.programs)
             verdicts = [COMPARERS[check.compare](ctx, i) for i in range(count)]
         results[check.id] = _result(check, probe, verdicts, ctx, notes)
-        if probe.id != check.probe and check.fallback:
+        if probe.id != check.probe and check.fallback and not check.fallback.derived:
             result = results[check.id]
             results[check.id] = replace(result, notes=(*result.notes, check.fallback.because))
         if check.vouched_by and report.loaded and not blocked:
             twin_check = next((c for c in plan.checks if c.id == check.vouched_by), None)
             twin = None
             if twin_check is not None:
-                twin_probe = plan.probe(twin_check.probe)
+                # The twin in the form it is judged in: the same rewrite as this check's.
+                twin_probe = plan.probe(probe_for(twin_check, results))
                 twin = replace(ctx, probe=twin_probe, report=report.probe(twin_probe.id))
             results[check.id] = _vouched(check, results[check.id], twin)
+    _say_once(rubric, plan, results)
     return [results[c.id] for c in plan.checks]
+
+
+def _say_once(rubric: Rubric, plan: Plan, results: dict[str, CheckResult]) -> None:
+    """One note for every check judged on a derived form: on the failing check that measures
+    what was left out (a visible one when there is one), never on each check that used it."""
+    measures: dict[str, set[str]] = {}
+    for feature, measuring in rubric.features.items():
+        for check_id in measuring:
+            measures.setdefault(check_id, set()).add(feature)
+    told: dict[str, tuple[set[str], set[str]]] = {}  # measuring check -> (features, section titles)
+    for check in plan.checks:
+        fallback = check.fallback
+        if fallback is None or not fallback.derived or probe_for(check, results) == check.probe:
+            continue
+        failing = [r for r in fallback.when_failing if r in results and not results[r].passed]
+        failing.sort(key=lambda r: results[r].visibility is not Visibility.VISIBLE)
+        left_out = set(rubric.probes[fallback.probe].without)
+        owner = failing[0]
+        features, sections = told.setdefault(owner, (set(), set()))
+        features |= left_out & measures.get(owner, set())
+        sections.add(rubric.section(check.section).title)
+    for owner, (features, sections) in told.items():
+        words = "; ".join(PLAIN_WORDS[f] for f in FEATURES if f in features)  # type: ignore[index]
+        note = (
+            f"Because this check fails, the checks of {', '.join(sorted(sections))} built their graphs without "
+            f"what it measures ({words}): the same functions, so this fault is charged here, once."
+        )
+        result = results[owner]
+        results[owner] = replace(result, notes=(*result.notes, note))
+
+
+def _charged(rubric: Rubric, results: dict[str, CheckResult]) -> frozenset[str]:
+    """Features some check that measures them fails, as judged so far (a check worth points:
+    a 0-point twin could fail on purpose)."""
+    return frozenset(
+        feature
+        for feature, measuring in rubric.features.items()
+        if any(m in results and not results[m].passed and rubric.check(m).points > 0 for m in measuring)
+    )
 
 
 def _engine_faults(rubric: Rubric, results: dict[str, CheckResult]) -> tuple[EngineFault, ...]:

@@ -1,11 +1,14 @@
 """Data-driven end-to-end cases, graded in the real Docker sandbox.
 
 Each ``tests/cases/<name>/`` holds an ``autograd_lab.py`` and ``expected.yaml``: the points per
-section, the status, and the checks that must not pass. The reference is one of them.
+section, the status, and the checks that must not pass. The reference is one of them. A folder
+whose ``expected.yaml`` says ``derived: <feature>`` holds no engine: it is the reference without
+that feature, made at test time by ``tests/cases/feature_missing.py``.
 """
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
 import pytest
@@ -24,6 +27,11 @@ from grader.runners.docker import DockerRunner
 pytestmark = pytest.mark.docker
 
 CASES = Path(__file__).resolve().parents[1] / "cases"
+_SPEC = importlib.util.spec_from_file_location("feature_missing", CASES / "feature_missing.py")
+assert _SPEC is not None and _SPEC.loader is not None
+_FEATURE_MISSING = importlib.util.module_from_spec(_SPEC)
+_SPEC.loader.exec_module(_FEATURE_MISSING)
+derive = _FEATURE_MISSING.derive
 SEED = load_rubric().seed  # the assignment's, as every grading uses it
 NAMES = sorted(p.name for p in CASES.iterdir() if (p / "expected.yaml").is_file())
 
@@ -64,11 +72,13 @@ def test_the_same_file_gets_the_same_points_in_every_run(name: str, runner: Dock
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_case(name: str, runner: DockerRunner, matrix: KillMatrix) -> None:
+def test_case(name: str, runner: DockerRunner, matrix: KillMatrix, tmp_path: Path) -> None:
     expected = yaml.safe_load((CASES / name / "expected.yaml").read_text())
-    result: SubmissionResult = grade_submission(
-        CASES / name / "autograd_lab.py", student=name, rubric=load_rubric(), runner=runner, seed=SEED
-    )
+    engine = CASES / name / "autograd_lab.py"
+    if "derived" in expected:  # made from the reference at test time (feature_missing.py)
+        engine = tmp_path / "autograd_lab.py"
+        engine.write_text(derive(expected["derived"]), encoding="utf-8")
+    result: SubmissionResult = grade_submission(engine, student=name, rubric=load_rubric(), runner=runner, seed=SEED)
     assert result.runner == "docker"
     assert result.status.value == expected["status"], result.status_detail
     got = {s.tag: s.points for s in result.sections}

@@ -61,12 +61,12 @@ def test_a_fault_only_a_zero_point_check_sees_never_opens_catching_mode() -> Non
     assert [f.title for f in faults] == [paid.title]
 
 
-def _scored(mutants: dict[str, ScriptRun]) -> tuple[int, int]:
+def _scored(mutants: dict[str, ScriptRun], charged: frozenset[str] = frozenset()) -> tuple[int, int]:
     clean = ScriptRun(outcome=wire.PASSED)
     report = SimpleNamespace(
         mutants={k: MutantRecord(v) for k, v in mutants.items()}, script=lambda n: clean if n == wire.CLEAN else None
     )
-    verdicts_, _ = bug_injection.score(SimpleNamespace(report=report, engine_faults=()))  # type: ignore[arg-type]
+    verdicts_, _ = bug_injection.score(SimpleNamespace(report=report, engine_faults=(), charged_features=charged))  # type: ignore[arg-type]
     return sum(v.ok for v in verdicts_), len(verdicts_)
 
 
@@ -79,3 +79,14 @@ def test_bugs_with_no_target_never_raise_the_share_caught() -> None:
     every = _scored({ids[0]: caught, ids[1]: missed, ids[2]: caught, ids[3]: missed})
     fewer = _scored({ids[0]: caught, ids[1]: absent, ids[2]: caught, ids[3]: absent})
     assert every == fewer == (2, 4)
+
+
+def test_an_edit_into_a_missing_operation_that_is_charged_elsewhere_is_not_counted() -> None:
+    """No __sub__: api.arithmetic and fd.sub charge it, so the bug that would edit it is out of
+    the count; while nothing charges it, it counts as not caught."""
+    caught = ScriptRun(outcome=wire.FAILED, stop="autograd_lab.py:9")
+    absent = ScriptRun(outcome=wire.NOT_APPLICABLE, reason="no __sub__")
+    runs = {"acc_add": caught, "fwd_sub": absent}
+    assert _scored(runs) == (1, 2)
+    assert _scored(runs, frozenset({"sub"})) == (1, 1)
+    assert _scored(runs, frozenset({"neg"})) == (1, 2)  # another feature excuses nothing here

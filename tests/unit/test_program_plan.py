@@ -326,7 +326,10 @@ def test_visible_only_plan_has_no_hidden_probe(rubric) -> None:
     assert plan.checks == tuple(visible)
     hidden_only = {c.probe for c in rubric.checks} - {c.probe for c in visible}
     assert {"part1_random", "neuron_random", "diamond", "random_dags", "fd_add", "fd_log"} <= hidden_only
-    assert {p.id for p in plan.probes} == {c.probe for c in visible}
+    # A visible check's form without the features other checks measure is shown too.
+    derived = {c.fallback.probe for c in visible if c.fallback}
+    assert {p.id for p in plan.probes} == {c.probe for c in visible} | derived
+    assert not any(plan.probe(p).hidden for p in derived)
     body = plan.to_bytes(rubric, nonce=NONCE, isolate=False)
     sent = {p["id"] for p in json.loads(body)["probes"]}
     assert not sent & hidden_only
@@ -397,7 +400,7 @@ def test_shipped_random_dags_use_only_arithmetic(rubric) -> None:
 
 
 def _fd_probe_ids(rubric) -> list[str]:
-    return [name for name, probe in rubric.probes.items() if probe.kind == "fd_op"]
+    return [name for name, probe in rubric.probes.items() if probe.kind == "fd_op" and probe.core_of is None]
 
 
 def test_fd_programs_use_a_scaled_upstream_and_an_accumulation_harness(rubric) -> None:
