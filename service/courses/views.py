@@ -124,15 +124,24 @@ class Column:
     href: str
     aria_sort: str  # "" unless the table is sorted by it
     numeric: bool
+    title: str = ""  # the whole name, on hover, when the label is a short form of it
 
     @property
     def tag(self) -> str:
         return self.key.removeprefix("section:")
 
 
+def short_title(title: str) -> str:
+    """A section's heading for a table column: the part before its colon ("Part 1 trace"), so
+    six sections fit beside the names on a desk screen; the whole title shows on hover."""
+    head = title.split(":", 1)[0].strip()
+    return head if head else title
+
+
 def _columns(view: View, sections: list[Section]) -> dict[str, Column]:
     keys = [("name", "Student", False), ("username", "Username", False)]
-    keys += [(f"section:{s.tag}", s.title, True) for s in sections]
+    keys += [(f"section:{s.tag}", short_title(s.title), True) for s in sections]
+    titles = {f"section:{s.tag}": s.title for s in sections}
     keys += [("late", "Late penalty", True), ("total", "Total", True), ("status", "Status", False)]
     out = {}
     for key, label, numeric in keys:
@@ -145,6 +154,7 @@ def _columns(view: View, sections: list[Section]) -> dict[str, Column]:
             "?" + query if query else "?",
             ("descending" if view.descending else "ascending") if active else "",
             numeric,
+            titles.get(key, ""),
         )
     return out
 

@@ -212,7 +212,6 @@ def test_a_student_uploads_follows_the_grading_and_reads_the_feedback(
     expect(page.locator(".receipt code")).to_have_text(hashlib.sha256(BUGGY).hexdigest())
     expect(page.locator(".receipt")).to_contain_text(f"autograd_lab.py ({len(BUGGY)} bytes)")
     expect(page.locator("[data-position]")).to_have_text("position 1 in the queue")
-    tab.screenshot("receipt-queued", tmp_path)
 
     # A worker grades it; the page, polling status.json, reloads by itself.
     off_loop(work)
@@ -240,7 +239,6 @@ def test_a_student_uploads_follows_the_grading_and_reads_the_feedback(
     expect(card.locator("figure.graph svg")).to_be_visible()
     expect(card.locator("figure.graph g.node.bad")).to_have_count(1)  # x, whose grad is wrong
     expect(page.get_by_text("results are shown after the deadline")).to_be_visible()
-    tab.screenshot("feedback", tmp_path)
 
     # Back on the assignment page, the history shows the graded submission that counts.
     tab.open("/a/a8/")
@@ -248,7 +246,6 @@ def test_a_student_uploads_follows_the_grading_and_reads_the_feedback(
     expect(row).to_contain_text("graded")
     expect(row).to_contain_text(f"{points(graded.visible_score)} / {points(graded.visible_max_score)}")
     expect(row).to_contain_text("counts")
-    tab.screenshot("assignment", tmp_path)
 
     assert tab.problems == []
 
@@ -293,7 +290,6 @@ def test_an_instructor_overrides_a_score_and_starts_a_regrade(
     expect(page).to_have_url(f"{tab.base}/a/a8/class/")
     row = page.locator("tr", has_text=cast.student.username)
     expect(score_cell(page, row)).to_have_text(format_number(87.5))
-    tab.screenshot("class-view", tmp_path)
     overridden = stored(pk)
     assert overridden.counted_score == 87.5 and overridden.score == old_score  # the grader's score is kept
     assert overridden.overrides_audited == 1
