@@ -618,7 +618,9 @@ def _derive_fallbacks(rubric: Rubric, top: dict[str, Node]) -> Rubric:
                 checks.append(check)
                 continue
             # A feature measured by a check of this very probe is the probe's subject: kept.
-            owned = {f for f, measuring in rubric.features.items() if any(by_id[m].probe == probe.id for m in measuring)}
+            owned = {
+                f for f, measuring in rubric.features.items() if any(by_id[m].probe == probe.id for m in measuring)
+            }
             used = sorted(probe_features(probe) & set(rubric.features) - owned)
             when = tuple(dict.fromkeys(m for f in used for m in rubric.features[f] if by_id[m].probe != probe.id))
             if not used or not when:

@@ -99,7 +99,7 @@ def _say_once(rubric: Rubric, plan: Plan, results: dict[str, CheckResult]) -> No
         features |= left_out & measures.get(owner, set())
         sections.add(rubric.section(check.section).title)
     for owner, (features, sections) in told.items():
-        words = "; ".join(PLAIN_WORDS[f] for f in FEATURES if f in features)  # type: ignore[index]
+        words = "; ".join(PLAIN_WORDS[f] for f in FEATURES if f in features)
         note = (
             f"Because this check fails, the checks of {', '.join(sorted(sections))} built their graphs without "
             f"what it measures ({words}): the same functions, so this fault is charged here, once."

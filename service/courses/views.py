@@ -10,6 +10,7 @@ from urllib.parse import unquote
 
 from django import forms
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.models import User
 from django.core.paginator import Paginator
 from django.core.validators import MaxValueValidator
 from django.db import transaction

@@ -68,9 +68,7 @@ def test_each_caught_catalogue_bug_shrinks_to_at_most_four_operations_and_scores
 
 
 @pytest.mark.slow  # two gradings of an engine that hangs (a minute)
-def test_an_engine_that_hangs_while_being_shrunk_loses_no_point(
-    rubrics: tuple[Rubric, Rubric], tmp_path: Path
-) -> None:
+def test_an_engine_that_hangs_while_being_shrunk_loses_no_point(rubrics: tuple[Rubric, Rubric], tmp_path: Path) -> None:
     # The `=` bug in __mul__, and an endless loop whenever a leaf of 1.0 is made: shrinking's
     # first candidates hang. They run after every probe, within shrink_seconds, and stop there.
     shipped, plain = rubrics

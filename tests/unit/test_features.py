@@ -153,8 +153,7 @@ def test_an_unknown_feature_or_measuring_check_is_refused(tmp_path: Path) -> Non
 
 def test_a_written_fallback_must_compute_the_same_function(tmp_path: Path) -> None:
     probe = (
-        "  reuse_other:\n    kind: program\n    leaves: {x: 3}\n"
-        '    steps: ["m = x * x", "y = m * x", "backward(y)"]\n'
+        '  reuse_other:\n    kind: program\n    leaves: {x: 3}\n    steps: ["m = x * x", "y = m * x", "backward(y)"]\n'
     )
     text = DEFAULT_RUBRIC.read_text().replace("  reuse_double:\n", probe + "  reuse_double:\n", 1)
     old = "        probe: reuse_square\n        compare: values\n"
@@ -170,10 +169,14 @@ def test_a_written_fallback_must_compute_the_same_function(tmp_path: Path) -> No
 
 def test_a_written_fallback_of_a_random_graph_is_refused(tmp_path: Path) -> None:
     probe = "  dags_other:\n    kind: random_dag\n    ops: [add, mul]\n"
-    text = DEFAULT_RUBRIC.read_text().replace("  mutation: {kind: mutation}\n", probe + "  mutation: {kind: mutation}\n")
+    text = DEFAULT_RUBRIC.read_text().replace(
+        "  mutation: {kind: mutation}\n", probe + "  mutation: {kind: mutation}\n"
+    )
     old = "        probe: random_dags\n        compare: values\n"
     path = tmp_path / "rubric.yaml"
-    path.write_text(text.replace(old, old + "        fallback: {probe: dags_other, when_failing: [fd.sub], because: x}\n"))
+    path.write_text(
+        text.replace(old, old + "        fallback: {probe: dags_other, when_failing: [fd.sub], because: x}\n")
+    )
     with pytest.raises(RubricError, match="declare what they rely on under `features:`"):
         load_rubric(path)
 
