@@ -144,15 +144,23 @@ def when(moment: object) -> str:
     return f"{timezone.localtime(moment):%Y-%m-%d %H:%M}" if moment else ""  # type: ignore[arg-type]
 
 
-def outcome_of(review: ReviewRequest) -> str:
+WITHHELD_OUTCOME = "A new score was set: it shows after the deadline, with the hidden checks' results."
+
+
+def outcome_of(review: ReviewRequest, withheld: bool = False) -> str:
+    """The score an answer set. While the student's hidden results are withheld it is not told:
+    a total set by hand, beside the visible checks' points, would tell the hidden ones' points
+    (the submission page shows no override then either)."""
     if review.override is None:
         return ""
+    if withheld:
+        return WITHHELD_OUTCOME
     out_of = review.submission.max_score
     score = format_number(review.override.score)
     return f"Score set to {score}" + (f" / {format_number(out_of)}" if out_of else "")
 
 
-def note_of(review: ReviewRequest, withdraw_action: str = "") -> ReviewNote:
+def note_of(review: ReviewRequest, withdraw_action: str = "", withheld: bool = False) -> ReviewNote:
     return ReviewNote(
         state=review.state,
         state_label=STATE_LABELS.get(ReviewState(review.state), review.state),
@@ -161,19 +169,20 @@ def note_of(review: ReviewRequest, withdraw_action: str = "") -> ReviewNote:
         answer=review.answer,
         answered=when(review.answered_at) if review.state == ReviewState.ANSWERED else "",
         by=full_name(review.answered_by) if review.answered_by else "",
-        outcome=outcome_of(review),
+        outcome=outcome_of(review, withheld),
         withdraw_action=withdraw_action if review.state == ReviewState.OPEN else "",
     )
 
 
 def reviews_for_page(
-    submission: Submission, viewer: User, shown: SubmissionResult
+    submission: Submission, viewer: User, shown: SubmissionResult, *, staff: bool
 ) -> tuple[dict[str, CheckReview], str]:
     """What the feedback page shows under each check (the requests made from this submission,
     and for its owner a form, or why there is none), and a notice for the top of the page when
     a limit leaves no form at all. Staff read the requests; they answer them on the class's
     requests page."""
     owner = submission.user_id == viewer.pk
+    withheld = submission.hides_hidden(viewer_is_staff=staff)
     on_page = {c.check_id for c in shown.checks}
     here = list(
         ReviewRequest.objects.filter(submission=submission)
@@ -185,7 +194,7 @@ def reviews_for_page(
         if review.check_id not in on_page:
             continue
         action = reverse("review-withdraw", args=[submission.pk, review.pk]) if owner else ""
-        notes.setdefault(review.check_id, []).append(note_of(review, action))
+        notes.setdefault(review.check_id, []).append(note_of(review, action, withheld))
     boxes = {check_id: CheckReview(requests=tuple(found), max_length=MAX_MESSAGE) for check_id, found in notes.items()}
     askable = askable_checks(submission, shown) if owner else {}
     if not askable:

@@ -143,7 +143,7 @@ def feedback(request: HttpRequest, submission_id: int) -> HttpResponse:
     if not submission.result_json:
         return redirect("submission", submission_id=submission.pk)
     result = shown_result(submission, role)
-    html = render_feedback_html(result, feedback_frame(request, submission, result))
+    html = render_feedback_html(result, feedback_frame(request, submission, result, role in STAFF_ROLES))
     response = HttpResponse(html)
     response["Content-Security-Policy"] = feedback_policy(html, site=True)
     return response
@@ -155,12 +155,12 @@ def shown_result(submission: Submission, role: str) -> SubmissionResult:
     return result if role in STAFF_ROLES else student_view(result, submission)
 
 
-def feedback_frame(request: HttpRequest, submission: Submission, shown: SubmissionResult) -> SiteFrame:
+def feedback_frame(request: HttpRequest, submission: Submission, shown: SubmissionResult, staff: bool) -> SiteFrame:
     """The service's header around the grader's page, the way back included, and the review
     requests under its checks."""
     user = signed_in(request)
     assignment = submission.assignment
-    reviews, notice = reviews_for_page(submission, user, shown)
+    reviews, notice = reviews_for_page(submission, user, shown, staff=staff)
     said = [(message.tags, str(message)) for message in messages.get_messages(request)]
     return SiteFrame(
         crumbs=(

@@ -129,6 +129,7 @@ def test_an_answer_may_set_the_score_as_the_override_form_does(cast: Cast) -> No
     assert review.override == made and review.state == ReviewState.ANSWERED
     assert AuditEntry.objects.filter(action="override", submission=submission, detail__contains="6.0 -> 7.5").exists()
     assert AuditEntry.objects.filter(action="review_answer", detail__contains="score set to 7.5").exists()
+    release_hidden(cast)  # before that the new score waits, as the score does
     page = alice.get(f"/submissions/{submission.pk}/feedback/").content.decode()
     assert "Score set to 7.5 / 10" in page
 
@@ -317,3 +318,29 @@ def test_a_request_is_text_on_every_page_that_shows_it(cast: Cast) -> None:
     for page in pages:
         assert "<img src=x" not in page and "<script>alert" not in page and "<b>bold</b>" not in page
     assert "&lt;b&gt;bold&lt;/b&gt;" in pages[1] and "&lt;b&gt;bold&lt;/b&gt;<br>second line" in pages[2]
+
+
+def test_a_score_set_in_an_answer_waits_like_the_score_while_hidden_results_are_withheld(cast: Cast) -> None:
+    # The submission page shows no override while hidden results are withheld: an answer's new
+    # score would tell the hidden checks' points (here 7 with all visible checks right: 0 of 3).
+    alice, staff = cast.client(cast.student), cast.client(cast.instructor)
+    submission = graded(cast.student, cast)
+    ask(alice, submission)
+    review = ReviewRequest.objects.get()
+    answered = staff.post(f"/a/a8/class/requests/{review.pk}/answer/", {"answer": "Check 1 regraded", "score": "7"})
+    assert answered.status_code == 302 and ScoreOverride.objects.get().score == 7.0
+    pages = [
+        alice.get(f"/submissions/{submission.pk}/feedback/").content.decode(),
+        alice.get("/a/a8/").content.decode(),
+        alice.get(f"/submissions/{submission.pk}/").content.decode(),
+    ]
+    for page in pages:
+        assert "Check 1 regraded" in page or page is pages[2]
+        assert "Score set to 7" not in page and "score set to 7" not in page and "/ 10" not in page
+    assert "A new score was set: it shows after the deadline" in pages[0]
+    assert "new score set: it shows after the deadline" in pages[1]
+    assert "Score set to 7" in staff.get(f"/submissions/{submission.pk}/feedback/").content.decode()
+
+    release_hidden(cast)
+    assert "Score set to 7 / 10" in alice.get(f"/submissions/{submission.pk}/feedback/").content.decode()
+    assert "score set to 7" in alice.get("/a/a8/").content.decode()

@@ -19,8 +19,18 @@ def my_review_requests(context: dict[str, Any], assignment: Any) -> list[ReviewR
     user = context["request"].user
     if not user.is_authenticated:
         return []
-    found = ReviewRequest.objects.filter(student_id=user.pk, assignment=assignment).select_related("override")
-    return list(found.order_by("-created", "-pk")[:MAX_TOTAL])
+    found = ReviewRequest.objects.filter(student_id=user.pk, assignment=assignment).select_related(
+        "override", "submission__assignment"
+    ).defer("submission__content", "submission__result_json")
+    mine = list(found.order_by("-created", "-pk")[:MAX_TOTAL])
+    # A score set in an answer is not told while the hidden results are withheld (``outcome_of``).
+    staff = bool(context.get("is_staff"))
+    withheld: dict[int, bool] = {}
+    for review in mine:
+        if review.submission_id not in withheld:
+            withheld[review.submission_id] = review.submission.hides_hidden(viewer_is_staff=staff)
+        review.score_withheld = withheld[review.submission_id]  # type: ignore[attr-defined]
+    return mine
 
 
 @register.simple_tag
