@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import os
+import re
 from collections.abc import Sequence
 
 from grader.report.adjustments import Adjustment, adjusted, breakdown
@@ -21,8 +22,14 @@ FIXED_COLUMNS = ("student", *ADDED_COLUMNS, *AFTER_COLUMNS)
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
+# Where the list separator is ";" (most of Europe), a spreadsheet opening a CSV starts a cell
+# after every ";", inside a quoted field or not: what follows one is a cell's start too.
+_FORMULA_AFTER_SEMICOLON = re.compile(";(?=[=+\\-@\t\r])")
+
+
 def text_cell(value: str) -> str:
     """Student names and details are data: never let a spreadsheet evaluate them."""
+    value = _FORMULA_AFTER_SEMICOLON.sub(";'", value)
     return "'" + value if value.startswith(_FORMULA_START) else value
 
 

@@ -71,3 +71,27 @@ def test_students_see_only_themselves(named: Cast) -> None:
     assert "Alice Zhou" not in student.get(f"/submissions/{mine.pk}/").content.decode().partition('<main id="main">')[2]
     assert student.get(f"/submissions/{theirs.pk}/").status_code == 404
     assert student.get("/a/a8/class/").status_code == 404
+
+
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def test_a_name_or_reason_cannot_start_a_formula_in_a_spreadsheet_that_splits_on_semicolons(cast: Cast) -> None:
+    # A name comes from the student's LMS profile. Where the list separator is ";" (most of
+    # Europe), a spreadsheet opening the CSV starts a new cell after each ";" in a name.
+    from stored_results import graded
+
+    cast.student.first_name, cast.student.last_name = "Ana;=1+1;", "Lo"
+    cast.student.save()
+    made = graded(cast.assignment, cast.student, {"api": 10}, review=("flag;@SUM(1)",))
+    staff = cast.client(cast.instructor)
+    reason = "agreed;-2+3;+4"
+    assert staff.post(f"/submissions/{made.pk}/override/", {"score": "9", "reason": reason}).status_code == 302
+    for kind in ("grades.csv", "canvas.csv"):
+        body = staff.get(f"/a/a8/class/export/{kind}").content.decode()
+        for line in body.splitlines():
+            for cell in line.split(";")[1:]:
+                assert not cell.startswith(FORMULA_START), (kind, cell)
+        assert "Ana;'=1+1;" in body  # the name kept, as text
+    grades = list(csv.DictReader(io.StringIO(staff.get("/a/a8/class/export/grades.csv").content.decode())))
+    assert grades[0]["override_reason"] == "agreed;'-2+3;'+4" and grades[0]["name"] == "Ana;'=1+1; Lo"
