@@ -118,13 +118,15 @@ def fingerprint(name: str, source: str, base: Base | frozenset[int] = NO_BASE) -
         masked = [_MASKED if h in base.union else h for h in hashes[start : max(start, end - K + 1)]]
         prints.update(masked[i] for i in winnow(masked) if masked[i] != _MASKED)
     size = len(tokens.items)
-    share = {n: round(_covered(hashes, size, each) / size, 4) for n, each in zip(base.names, base.each, strict=True)}
+    # A file of only comments has no tokens, and no share of any base file.
+    each_base = zip(base.names, base.each, strict=True) if size else ()
+    share = {n: round(_covered(hashes, size, each) / size, 4) for n, each in each_base}
     return Fingerprint(
         name,
         tokens,
         tuple(hashes),
         frozenset(prints),
         _covered(hashes, size, base.union) if base.union else 0,
-        share if size else {},
+        share,
         frozenset(hashes) - {NO_KGRAM},
     )

@@ -91,3 +91,12 @@ def test_a_bad_starter_file_is_refused_and_keeps_the_old_one(cast: Cast, body: b
     )
     assert response.status_code in (400, 413) and why in response.content.decode()
     assert Assignment.objects.get(pk=cast.assignment.pk).base_code == "keep = 1\n"
+
+
+@pytest.mark.parametrize("body", [b"# nothing here yet\n", b"\n\n", b'"""Only a docstring."""\n'])
+def test_a_file_with_no_code_leaves_the_report_standing(cast: Cast, body: bytes) -> None:
+    # A student's upload of only comments (or nothing) is one more file, not a broken staff page.
+    upload(cast.client(cast.student), body=body)
+    upload(cast.client(cast.student2), body=engine("ana_ruiz").encode())
+    for route in (ROUTE, "/a/a8/class/similarity.json", "/a/a8/class/"):
+        assert cast.client(cast.ta).get(route).status_code == 200, route
