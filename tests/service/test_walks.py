@@ -265,7 +265,9 @@ def student_reads_the_answer(tab: Tab, walk: Walk, pk: int) -> None:
     tab.open(f"/submissions/{pk}/feedback/")
     card = disputed(page)
     expect(card.locator(".review")).to_contain_text("the step is explained well")
-    expect(card.locator(".review")).to_contain_text("80")
+    # Before the deadline the new score waits with the hidden results: its number would tell them.
+    expect(card.locator(".review")).to_contain_text("A new score was set: it shows after the deadline")
+    expect(card.locator(".review")).not_to_contain_text("80")
     walk.look(tab, "feedback-review-answered")
 
 
