@@ -100,3 +100,12 @@ def test_a_file_with_no_code_leaves_the_report_standing(cast: Cast, body: bytes)
     upload(cast.client(cast.student2), body=engine("ana_ruiz").encode())
     for route in (ROUTE, "/a/a8/class/similarity.json", "/a/a8/class/"):
         assert cast.client(cast.ta).get(route).status_code == 200, route
+
+
+def test_two_students_handing_in_the_reference_are_named_on_the_class_view(cast: Cast) -> None:
+    leaked = (REPO / "reference" / "autograd_lab.py").read_bytes()
+    upload(cast.client(cast.student), body=leaked)
+    upload(cast.client(cast.student2), body=leaked)
+    assert cast.client(cast.ta).get(ROUTE).status_code == 200  # the report is made, and its headline kept
+    view = cast.client(cast.ta).get("/a/a8/class/").content.decode()
+    assert "mostly the reference</span> alice, bob: these files are mostly the reference solution." in view
