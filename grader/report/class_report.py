@@ -30,6 +30,7 @@ from grader.report.class_stats import (
 from grader.report.class_stats import bin_counts as bin_counts
 from grader.report.class_stats import bin_index as bin_index
 from grader.report.html import environment
+from grader.report.site_frame import SiteFrame
 from grader.report.view import STATUS_LABELS, format_number, write_text_atomic
 from grader.results import Status, SubmissionResult
 from grader.similarity.summary import SimilaritySection
@@ -176,6 +177,7 @@ def render_class_report(
     similarity: SimilaritySection | None = None,
     similarity_hint: str = "grader similarity OUT",
     similarity_href: str = "",
+    frame: SiteFrame | None = None,
 ) -> str:
     """The class page. `feedback_href` receives each student id already percent-encoded as one path segment.
     ``similarity`` is the last similarity report's headline; without one the page says how to make
@@ -189,6 +191,7 @@ def render_class_report(
         "svg_width": SVG_WIDTH,
         "svg_height": SVG_HEIGHT,
         "plot": plot_frame(),
+        "frame": frame,
         "section_rows": tuple(section_row(head, scored) for head in heads),
         "check_rows": check_rows(scored),
         "misconceptions": _misconception_rows(scored, feedback_href),

@@ -18,6 +18,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from grader.report.site_frame import SiteFrame
+
 from .compare import MIN_PRINTS, MUTUAL, THRESHOLD, Pair, Region, clusters, score_pairs, shared_regions
 from .fingerprint import WINDOW, Base, Fingerprint, K, base_hashes, fingerprint
 
@@ -298,7 +300,8 @@ def pair_views(report: SimilarityReport) -> list[PairView]:
     return views
 
 
-def render_html(report: SimilarityReport, *, title: str) -> str:
+def render_html(report: SimilarityReport, *, title: str, frame: SiteFrame | None = None) -> str:
+    """The page; a site that serves it passes its ``frame`` (header, way back, stylesheets)."""
     from grader.report.html import environment
 
     views = pair_views(report)
@@ -320,6 +323,7 @@ def render_html(report: SimilarityReport, *, title: str) -> str:
         "k": K,
         "guarantee": K + WINDOW - 1,
         "min_prints": MIN_PRINTS,
+        "frame": frame,
     }
     return environment().get_template(TEMPLATE).render(context)
 

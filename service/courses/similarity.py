@@ -21,6 +21,7 @@ from ..submissions.standing import counted_submission
 from ..submissions.views import feedback_policy
 from .access import assignment_for
 from .back import done, refused
+from .frames import class_page_frame
 from .models import STAFF_ROLES, Assignment, Enrolment, Role
 from .people import labelled
 
@@ -102,9 +103,13 @@ def similarity_json(request: HttpRequest, slug: str) -> HttpResponse:
 @require_GET
 def similarity(request: HttpRequest, slug: str) -> HttpResponse:
     assignment, report = _fresh_report(request, slug)
-    html = render_html(report, title=f"{assignment.title}: similarity between submissions")
+    html = render_html(
+        report,
+        title=f"{assignment.title}: similarity between submissions",
+        frame=class_page_frame(request, assignment, "Similarity report"),
+    )
     response = HttpResponse(html)
-    response["Content-Security-Policy"] = feedback_policy(html)
+    response["Content-Security-Policy"] = feedback_policy(html, site=True)
     return response
 
 

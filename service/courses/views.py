@@ -46,6 +46,7 @@ from ..submissions.views import feedback_policy
 from .access import assignment_for, posted_username, submission_for
 from .back import done, refused, refused_form
 from .class_list import FILTERS, STATUS_CHOICES, Row, View, class_rows, read_view, shown
+from .frames import class_page_frame
 from .models import STAFF_ROLES, Assignment, Counted, Enrolment, HiddenDetails, Role
 from .people import full_name, labelled
 from .roster import RosterError, enrol_csv
@@ -320,9 +321,10 @@ def class_report(request: HttpRequest, slug: str) -> HttpResponse:
         feedback_href=feedback_href,
         similarity=headline(assignment),
         similarity_href=reverse("similarity", args=[assignment.slug]),
+        frame=class_page_frame(request, assignment, "Class report"),
     )
     response = HttpResponse(html)
-    response["Content-Security-Policy"] = feedback_policy(html)
+    response["Content-Security-Policy"] = feedback_policy(html, site=True)
     return response
 
 

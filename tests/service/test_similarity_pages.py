@@ -109,3 +109,16 @@ def test_two_students_handing_in_the_reference_are_named_on_the_class_view(cast:
     assert cast.client(cast.ta).get(ROUTE).status_code == 200  # the report is made, and its headline kept
     view = cast.client(cast.ta).get("/a/a8/class/").content.decode()
     assert "mostly the reference</span> alice, bob: these files are mostly the reference solution." in view
+
+
+def test_the_grader_pages_served_to_staff_carry_the_header_and_the_way_back(cast: Cast) -> None:
+    upload(cast.client(cast.student), body=engine("cleo_marsh").encode())
+    for route, page in ((ROUTE, "Similarity report"), ("/a/a8/class/report/", "Class report")):
+        response = cast.client(cast.ta).get(route)
+        body = response.content.decode()
+        assert '<header class="site-header">' in body and f'<li aria-current="page">{page}</li>' in body
+        assert '<a href="/a/a8/class/">Class view</a>' in body and '<a href="/a/a8/">' in body
+        assert '<link rel="stylesheet" href="/static/service/site.css">' in body
+        policy = response["Content-Security-Policy"]
+        assert "script-src 'none'" in policy and "form-action 'self'" in policy  # the sign-out form only
+        assert "<script" not in body

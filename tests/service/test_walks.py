@@ -227,7 +227,13 @@ def instructor_works_the_class(tab: Tab, cast: Cast, walk: Walk, pk: int) -> Non
     tab.open("/a/a8/class/")
     page.get_by_role("link", name="Class report").click()
     expect(page).to_have_url(f"{tab.base}/a/a8/class/report/")
+    expect(page.locator(".site-header .crumbs")).to_contain_text("Class view")  # the way back
     walk.look(tab, "class-report")
+    page.locator(".site-header").get_by_role("link", name="Class view").click()
+    page.get_by_role("link", name="Similarity report").click()
+    expect(page).to_have_url(f"{tab.base}/a/a8/class/similarity/")
+    expect(page.get_by_text("similarity, not misconduct")).to_be_visible()
+    walk.look(tab, "similarity-report")
 
     # Everything above, on the audit page.
     tab.open("/a/a8/class/audit/")
@@ -301,6 +307,6 @@ def test_a_deadline_week_as_a_student_and_an_instructor(
     state, score, audited = off_loop(recorded)
     assert (state, score) == ("answered", 80)
     assert audited >= 5  # the ask, the override, the extension, the answer and its score
-    walk.assert_accessible(pages=16)  # 8 of the student's, 8 of staff's
+    walk.assert_accessible(pages=17)  # 8 of the student's, 9 of staff's
     assert student.problems == [] and instructor.problems == []
     assert BUGGY  # the same file the cast grades elsewhere
