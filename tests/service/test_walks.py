@@ -230,7 +230,7 @@ def instructor_works_the_class(tab: Tab, cast: Cast, walk: Walk, pk: int) -> Non
     expect(page.locator(".site-header .crumbs")).to_contain_text("Class view")  # the way back
     walk.look(tab, "class-report")
     page.locator(".site-header").get_by_role("link", name="Class view").click()
-    page.get_by_role("link", name="Similarity report").click()
+    page.get_by_role("link", name="Similarity report", exact=True).click()
     expect(page).to_have_url(f"{tab.base}/a/a8/class/similarity/")
     expect(page.get_by_text("similarity, not misconduct")).to_be_visible()
     walk.look(tab, "similarity-report")
