@@ -3,6 +3,8 @@ report): the same breadcrumbs, signed-in line and stylesheet as every other page
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import messages
 from django.http import HttpRequest
 from django.middleware.csrf import get_token
@@ -15,19 +17,32 @@ from ..accounts.identity import signed_in
 from .models import Assignment
 
 
-def class_page_frame(request: HttpRequest, assignment: Assignment, page: str) -> SiteFrame:
-    """A staff page under the class view: the way back runs through it to the assignment."""
+def site_frame(
+    request: HttpRequest, crumbs: tuple[Crumb, ...], notices: tuple[tuple[str, str], ...] = (), **extra: Any
+) -> SiteFrame:
+    """The service's frame for a page the grader renders: the breadcrumbs given, who is signed
+    in, Django's pending messages (then ``notices``), the service's stylesheet."""
     user = signed_in(request)
+    said = tuple((message.tags, str(message)) for message in messages.get_messages(request))
     return SiteFrame(
-        crumbs=(
-            Crumb("Assignments", reverse("home")),
-            Crumb(f"{assignment.course.title} · {assignment.title}", reverse("assignment", args=[assignment.slug])),
-            Crumb("Class view", reverse("class-view", args=[assignment.slug])),
-            Crumb(page),
-        ),
+        crumbs=crumbs,
         who=user.get_full_name() or user.get_username(),
         sign_out=reverse("logout"),
         csrf_token=get_token(request),
         stylesheets=(static("service/site.css"),),
-        messages=tuple((message.tags, str(message)) for message in messages.get_messages(request)),
+        messages=said + notices,
+        **extra,
     )
+
+
+def assignment_crumbs(assignment: Assignment) -> tuple[Crumb, Crumb]:
+    return (
+        Crumb("Assignments", reverse("home")),
+        Crumb(f"{assignment.course.title} · {assignment.title}", reverse("assignment", args=[assignment.slug])),
+    )
+
+
+def class_page_frame(request: HttpRequest, assignment: Assignment, page: str) -> SiteFrame:
+    """A staff page under the class view: the way back runs through it to the assignment."""
+    crumbs = (*assignment_crumbs(assignment), Crumb("Class view", reverse("class-view", args=[assignment.slug])))
+    return site_frame(request, (*crumbs, Crumb(page)))

@@ -23,6 +23,7 @@ from grader.results_io import result_from_json
 
 from ..accounts.identity import signed_in
 from ..courses.access import assignment_for, submission_for
+from ..courses.frames import assignment_crumbs, site_frame
 from ..courses.models import STAFF_ROLES, Assignment, Counted, Enrolment, HiddenDetails
 from ..lti.framing import frameable_by_platforms
 from .intake import Refusal, body_too_large, position, receive
@@ -158,24 +159,13 @@ def shown_result(submission: Submission, role: str) -> SubmissionResult:
 def feedback_frame(request: HttpRequest, submission: Submission, shown: SubmissionResult, staff: bool) -> SiteFrame:
     """The service's header around the grader's page, the way back included, and the review
     requests under its checks."""
-    user = signed_in(request)
-    assignment = submission.assignment
-    reviews, notice = reviews_for_page(submission, user, shown, staff=staff)
-    said = [(message.tags, str(message)) for message in messages.get_messages(request)]
-    return SiteFrame(
-        crumbs=(
-            Crumb("Assignments", reverse("home")),
-            Crumb(f"{assignment.course.title} · {assignment.title}", reverse("assignment", args=[assignment.slug])),
-            Crumb(f"Submission {submission.pk}", reverse("submission", args=[submission.pk])),
-            Crumb("Feedback"),
-        ),
-        who=user.get_full_name() or user.get_username(),
-        sign_out=reverse("logout"),
-        csrf_token=get_token(request),
-        stylesheets=(static("service/site.css"),),
-        messages=tuple(said) + ((("info", notice),) if notice else ()),
-        reviews=reviews,
+    reviews, notice = reviews_for_page(submission, signed_in(request), shown, staff=staff)
+    crumbs = (
+        *assignment_crumbs(submission.assignment),
+        Crumb(f"Submission {submission.pk}", reverse("submission", args=[submission.pk])),
+        Crumb("Feedback"),
     )
+    return site_frame(request, crumbs, (("info", notice),) if notice else (), reviews=reviews)
 
 
 def feedback_policy(html: str, *, site: bool = False) -> str:

@@ -29,39 +29,14 @@ import re
 import tokenize
 from collections.abc import Callable
 
+from similarity_disguise import DEAD_CODE, NEW_COMMENTS
+
 API = frozenset(
     {"Value", "data", "grad", "_prev", "_op", "_backward", "backward", "relu", "tanh", "exp", "log", "sigmoid"}
 )
-COMMENTS = (
-    "# work out the result first",
-    "# keep track of where this came from",
-    "# chain rule: multiply by the upstream gradient",
-    "# TODO tidy this up before submitting",
-    "# see lecture notes, week 8",
-    "# this part took me a while",
-)
-DEAD_HELPERS = '''
-
-def _debug_dump(nodes, depth=0):
-    """Print a graph (left in from debugging)."""
-    seen_ids = []
-    for item in nodes:
-        if id(item) in seen_ids:
-            continue
-        seen_ids.append(id(item))
-        print("  " * depth, item)
-    return len(seen_ids)
-
-
-def _unused_numeric_helper(values, scale=1.0):
-    total = 0.0
-    for k, v in enumerate(values):
-        if k % 2 == 0:
-            total += v * scale
-        else:
-            total -= v / (scale + 1.0)
-    return total
-'''
+# The padding the older disguiser adds, so both classes of copies carry the same dead code.
+COMMENTS = NEW_COMMENTS
+DEAD_HELPERS = DEAD_CODE
 DEAD_METHOD = """
     def _describe(self):
         parts = [str(self.data)]
