@@ -4,6 +4,7 @@ busy machine gives to other work."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -11,7 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from sandbox.harness.execution.clock import Budget, RunClock, process_cpu, run_delay, sandbox_cpu
+from sandbox.harness.execution.clock import Budget, RunClock, host_steal, process_cpu, run_delay, sandbox_cpu
 
 SPIN = "while True: pass"
 WORK = "import sys\nx = 0\nfor i in range(int(sys.argv[1])): x += i * i\n"
@@ -110,3 +111,75 @@ def test_the_budget_adds_every_charge_and_its_own_cpu() -> None:
     assert 5.5 <= budget.used() < 6.0 and budget.left() == pytest.approx(10.0 - budget.used())
     assert not budget.machine_late()
     assert Budget(10.0, wall_seconds=0.0).machine_late()
+
+
+class _Host:
+    """A stand-in for a virtual machine's steal counters: seconds taken from core 0."""
+
+    def __init__(self) -> None:
+        self.taken = 0.0
+
+    def __call__(self) -> dict[int, float]:
+        return {0: self.taken, 1: 0.0}
+
+
+def _held_off_its_core(host: _Host, *, reported: bool) -> tuple[float, float]:
+    """A CPU-bound child kept off every core for 0.6 s in the middle of its run (stopped, as the
+    host stops a virtual core it gives to another guest); ``reported``: the host says so in its
+    steal counter, as a virtual machine's kernel does. Returns (charged, CPU seconds)."""
+    child = subprocess.Popen([sys.executable, "-c", WORK, "4000000"])
+    clock = RunClock(child.pid, None, steal=host)
+    time.sleep(0.1)
+    clock.used()
+    os.kill(child.pid, signal.SIGSTOP)
+    started = time.monotonic()
+    time.sleep(0.6)
+    if reported:
+        host.taken += time.monotonic() - started
+    os.kill(child.pid, signal.SIGCONT)
+    cpu = 0.0
+    while child.poll() is None:
+        clock.used()
+        try:
+            cpu = process_cpu(child.pid)
+        except OSError:
+            break
+        time.sleep(0.01)
+    return clock.spent(), cpu
+
+
+def test_time_the_host_took_from_the_cores_is_not_charged() -> None:
+    charged, cpu = _held_off_its_core(_Host(), reported=True)
+    assert charged == pytest.approx(cpu, abs=0.15), (charged, cpu)
+
+
+def test_time_off_the_core_the_host_does_not_account_for_is_charged() -> None:
+    # The same run without the steal report: the 0.6 s count, so the test above can fail.
+    charged, cpu = _held_off_its_core(_Host(), reported=False)
+    assert charged >= cpu + 0.45, (charged, cpu)
+
+
+def test_steal_counters_are_read_for_the_cores_this_process_may_use() -> None:
+    stolen = host_steal()
+    if os.path.exists("/proc/stat"):
+        assert set(stolen) <= set(os.sched_getaffinity(0)) and stolen
+        assert all(seconds >= 0.0 for seconds in stolen.values())
+    assert host_steal(frozenset({10**6})) == {}  # a core the machine does not have
+
+
+def test_the_clock_tells_cpu_time_from_time_off_the_cpu() -> None:
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(0.5)"])
+    sleeping = RunClock(sleeper.pid, None)
+    charged = _watch(sleeper, sleeping)
+    worker = subprocess.Popen([sys.executable, "-c", WORK, "2000000"])
+    working = RunClock(worker.pid, None)
+    worked = _watch(worker, working)
+    assert sleeping.cpu() < 0.3 < 0.45 <= charged, (sleeping.cpu(), charged)
+    assert working.cpu() == pytest.approx(worked, abs=0.1), (working.cpu(), worked)
+
+
+def test_runs_set_aside_have_a_tenth_of_the_budget() -> None:
+    budget = Budget(10.0, wall_seconds=60.0)
+    assert budget.may_retry(0.6) and budget.may_retry(0.4)
+    assert not budget.may_retry(0.1)  # a file that sleeps everywhere stops being run twice
+    assert budget.retried == pytest.approx(1.0) and budget.children == 0.0

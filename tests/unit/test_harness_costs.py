@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from sandbox.harness.execution import child, runs
+from sandbox.harness.execution import child, child_records, runs
 from sandbox.harness.execution.clock import Budget
 from sandbox.harness.execution.zygote import Zygote
 from sandbox.harness.mutation import mutate, splice
@@ -102,3 +102,65 @@ def test_mutants_written_back_from_their_edited_lines_are_the_mutants_of_a_full_
         mutated, same_lines = mutate.mutate(loader.parse(source, "autograd_lab.py"), operator.id, "Value")
         assert same_lines == lines
         assert text == splice.write_back(source, original, mutated), operator.id
+
+
+def _load_task(top: str) -> dict[str, Any]:
+    source = f"{top}\n\nclass Value:\n    def __init__(self, data):\n        self.data = data\n"
+    lines = source.count("\n")
+    return {
+        "kind": "load",
+        "filename": "autograd_lab.py",
+        "source": source,
+        "mode": "full",
+        "class_name": "Value",
+        "class_line": lines - 2,
+        "class_end": lines,
+        "fillers": [],
+        "stand_ins": [],
+    }
+
+
+def _timed_out_runs(top: str, count: Path) -> tuple[dict[str, Any], int, float]:
+    """Load a file whose top-level code first counts itself in ``count``, then runs ``top``, with
+    a 0.4 s limit: the run's summary, how many children ran it, and what the budget was charged."""
+    zygote = Zygote.start(child.main, None, loader.precompile)
+    try:
+        budget = Budget(3600.0, wall_seconds=3600.0)
+        run = runs.Runs(zygote, runs.Identity(None, None), budget=budget, memory_bytes=1 << 31, output_bytes=1 << 20)
+        counting = f"with open({str(count)!r}, 'a') as _f:\n    _f.write('x')\n{top}"
+        _, summary = run.run(_load_task(counting), child_records.LoadRecords(), timeout=0.4, progress_resets=False)
+        run.close()
+        return summary, len(count.read_text()), budget.children
+    finally:
+        zygote.close()
+
+
+def test_a_run_stopped_by_time_off_the_cpu_runs_once_more_and_is_charged_once(tmp_path: Path) -> None:
+    summary, children, charged = _timed_out_runs("import time\ntime.sleep(30)", tmp_path / "count")
+    assert summary["status"] == "timeout" and "_waited_out" not in summary
+    assert children == 2  # the machine may have made it wait: it ran again, at once
+    assert 0.4 <= charged < 0.7 and summary["elapsed"] == pytest.approx(charged, abs=0.01)
+
+
+def test_a_run_stopped_by_its_own_cpu_time_is_not_run_again(tmp_path: Path) -> None:
+    summary, children, charged = _timed_out_runs("while True:\n    pass", tmp_path / "count")
+    assert summary["status"] == "timeout" and children == 1 and 0.4 <= charged < 0.7
+
+
+def test_a_script_run_that_ran_again_keeps_its_record_schema_fresh(tmp_path: Path) -> None:
+    # A script child sends `started` before student code runs; the attempt that counts must be
+    # judged by a schema that has not seen the first attempt's.
+    zygote = Zygote.start(child.main, None, loader.precompile)
+    try:
+        budget = Budget(3600.0, wall_seconds=3600.0)
+        run = runs.Runs(zygote, runs.Identity(None, None), budget=budget, memory_bytes=1 << 31, output_bytes=1 << 20)
+        count = tmp_path / "count"
+        text = f"with open({str(count)!r}, 'a') as _f:\n    _f.write('x')\nimport time\ntime.sleep(30)\n"
+        task = {"kind": "script", "filename": "autograd_lab.py", "text": text, "stand_ins": []}
+        records, summary = run.run(task, child_records.ScriptRecords(), timeout=0.4, progress_resets=False)
+        run.close()
+    finally:
+        zygote.close()
+    assert len(count.read_text()) == 2  # it ran again
+    assert summary["status"] == "timeout", summary.get("reason")
+    assert records == [{"t": "started"}]

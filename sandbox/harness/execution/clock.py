@@ -6,12 +6,16 @@ A run is charged the larger of two figures, both counted by the kernel:
   the run started counts, threads and grandchildren included), else its process and the
   children it waited for (the local runner);
 - its wall time minus the time its main thread spent ready to run but waiting for a core
-  (``run_delay`` in ``/proc/<pid>/schedstat``): time spent sleeping, blocked or waiting for
-  another process is charged; time lost to other work on the machine is not.
+  (``run_delay`` in ``/proc/<pid>/schedstat``) and minus the time the host took from this
+  machine's cores (a virtual machine's ``steal`` in ``/proc/stat``, on the cores the sandbox
+  may use): time spent sleeping, blocked or waiting for another process is charged; time lost
+  to other work on the machine, or on the host under it, is not.
 
 So a limit means the same on an idle machine and on a saturated one: a CPU-bound check that
 takes 3 s idle is charged about 3 s while other processes hold every core, and a file that
-sleeps is charged its sleep.
+sleeps is charged its sleep. (The kernel's CPU figures already leave stolen time out; the wall
+figure does not, so without the second subtraction a CPU-bound run on a busy host would be
+charged the host's other guests.)
 """
 
 from __future__ import annotations
@@ -22,7 +26,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 CpuSource = Callable[[], float]  # CPU seconds used so far by whatever is being counted
+StealSource = Callable[[], dict[int, float]]  # seconds the host has taken from each core so far
 _TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+RETRY_SHARE = 0.1  # of a grading's budget, for runs that run again
 _V2 = "/sys/fs/cgroup"
 _V1 = "/sys/fs/cgroup/cpuacct"
 
@@ -80,6 +86,35 @@ def run_delay(pid: int) -> float:
     return int(_read(f"/proc/{pid}/schedstat").split()[1]) / 1e9
 
 
+def _cores() -> frozenset[int]:
+    try:
+        return frozenset(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return frozenset()
+
+
+def host_steal(cores: frozenset[int] | None = None) -> dict[int, float]:
+    """Seconds the host has taken from each of ``cores`` (default: the ones this process may
+    run on), from ``/proc/stat``'s ``steal`` column; empty where there is none to read."""
+    wanted = _cores() if cores is None else cores
+    stolen: dict[int, float] = {}
+    try:
+        lines = _read("/proc/stat").splitlines()
+    except OSError:
+        return stolen
+    for line in lines:
+        name, *fields = line.split()
+        if not name.startswith("cpu") or name == "cpu" or len(fields) < 8:
+            continue
+        try:
+            core = int(name[3:])
+            if not wanted or core in wanted:
+                stolen[core] = int(fields[7]) / _TICK
+        except ValueError:
+            continue
+    return stolen
+
+
 def own_cpu() -> float:
     times = os.times()
     return times.user + times.system
@@ -90,6 +125,7 @@ class _Sample:
     wall: float
     cpu: float
     delay: float
+    steal: dict[int, float]
 
 
 class RunClock:
@@ -99,10 +135,11 @@ class RunClock:
     process figures are read. Readings are taken when asked; once the child has gone, what can
     no longer be read keeps its last value (``used`` never goes down)."""
 
-    def __init__(self, pid: int, sandbox: CpuSource | None) -> None:
+    def __init__(self, pid: int, sandbox: CpuSource | None, steal: StealSource = host_steal) -> None:
         self.pid = pid
         self.sandbox = sandbox
-        self.last = _Sample(time.monotonic(), 0.0, 0.0)
+        self.steal = steal
+        self.last = _Sample(time.monotonic(), 0.0, 0.0, {})
         self.last = self._sample()
         self.origin = self.last
         self.total = 0.0  # charged before the last restart
@@ -116,13 +153,29 @@ class RunClock:
         try:
             cpu = self.sandbox() if self.sandbox is not None else process_cpu(self.pid)
         except (OSError, ValueError, IndexError):
-            return _Sample(self.last.wall, self.last.cpu, self.last.delay)  # nothing new can be read
-        return _Sample(now, cpu, delay)
+            return self.last  # nothing new can be read
+        return _Sample(now, cpu, delay, self.steal())
 
     @staticmethod
-    def _between(start: _Sample, end: _Sample) -> float:
-        waited = (end.wall - start.wall) - max(0.0, end.delay - start.delay)
-        return max(end.cpu - start.cpu, waited, 0.0)
+    def _stolen(start: _Sample, end: _Sample) -> float:
+        # The run's threads may have been on any of the cores: the most taken from one of them
+        # is what the run may have lost (never more than it could, so a sleeper still pays).
+        return max((end.steal[core] - start.steal.get(core, end.steal[core]) for core in end.steal), default=0.0)
+
+    @classmethod
+    def _parts(cls, start: _Sample, end: _Sample) -> tuple[float, float]:
+        """CPU seconds, and seconds spent off a core for the run's own reasons."""
+        off_core = max(0.0, end.delay - start.delay) + max(0.0, cls._stolen(start, end))
+        return max(end.cpu - start.cpu, 0.0), max((end.wall - start.wall) - off_core, 0.0)
+
+    @classmethod
+    def _between(cls, start: _Sample, end: _Sample) -> float:
+        return max(cls._parts(start, end))
+
+    def cpu(self) -> float:
+        """CPU seconds since the last restart, as of the last reading: short of a limit that the
+        charge reached, time off the CPU made up the rest (perhaps the machine's doing)."""
+        return self._parts(self.origin, self.last)[0]
 
     def used(self) -> float:
         """Charged seconds since the last restart, read now."""
@@ -147,6 +200,7 @@ class Budget:
     def __init__(self, seconds: float, wall_seconds: float) -> None:
         self.seconds = seconds
         self.children = 0.0
+        self.retried = 0.0  # charged seconds of runs that ran again (Runs.run): not in ``used``
         self.own_start = own_cpu()
         self.wall_end = time.monotonic() + wall_seconds
 
@@ -158,6 +212,14 @@ class Budget:
 
     def charge(self, seconds: float) -> None:
         self.children += seconds
+
+    def may_retry(self, seconds: float) -> bool:
+        """Whether a run of ``seconds`` may be set aside and run again: runs set aside take at
+        most a tenth of the budget, so real time stays near the budget whatever a file does."""
+        if self.retried + seconds > RETRY_SHARE * self.seconds:
+            return False
+        self.retried += seconds
+        return True
 
     def machine_late(self) -> bool:
         return time.monotonic() >= self.wall_end

@@ -5,11 +5,13 @@ limit (only well-formed records of this child extend it), stops it when it break
 schema, floods output or outlives the grading's budget, kills whatever it left behind, and
 empties its scratch folder. Everything it returns was checked against the child's record schema.
 Every limit is in charged seconds (``clock``): CPU time, or time spent waiting on anything but
-a core, so a busy machine never makes a run time out.
+a core, so a busy machine never makes a run time out (and a run stopped by time off the CPU,
+which the machine may have caused, runs once more before it counts).
 """
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import hmac
 import json
@@ -35,6 +37,9 @@ FLOOD_BYTES = 4 * 1024 * 1024  # student output beyond this stops the run
 TAIL_BYTES = 4096  # the end of a child's output is kept too: a traceback is printed last
 LINGER_SECONDS = 0.25  # after a child exits, how long a process it left may hold its pipes
 POLL_SECONDS = 0.05  # how often a running child's charged time is read
+WAIT_RETRIES = 1  # runs stopped by time off the CPU run once more (see Runs.run)
+WAITED_SHARE = 0.75  # CPU time under this share of a limit reached: time off the CPU decided
+WAITED_OUT = "_waited_out"  # between _collect and _run_in only; never leaves this module
 
 
 class Schema(Protocol):
@@ -51,6 +56,12 @@ class Identity:
     @property
     def drops(self) -> bool:
         return self.uid is not None
+
+
+@dataclass
+class _Charge:
+    seconds: float = 0.0  # what the run was charged
+    by_waiting: bool = False  # time off the CPU, not CPU time, made the charge
 
 
 @dataclass(frozen=True)
@@ -87,28 +98,50 @@ class Runs:
         """One child for ``task``: its accepted records, and how it ended. With ``import_seconds``,
         the child first imports the file within that allowance, and ``timeout`` starts when it
         says it has (a ``loaded`` record): a slow import is never charged to the probe."""
-        if self.budget.machine_late():
-            return [], {"status": wire.NOT_RUN, "reason": wire.REASON_MACHINE_LATE}
-        if self.budget.left() <= 0:
-            return [], {"status": wire.NOT_RUN, "reason": wire.REASON_DEADLINE}
+        limits = _Limits(timeout, progress_resets, import_seconds)
+        for attempt in range(1 + WAIT_RETRIES):
+            if self.budget.machine_late():
+                return [], {"status": wire.NOT_RUN, "reason": wire.REASON_MACHINE_LATE}
+            if self.budget.left() <= 0:
+                return [], {"status": wire.NOT_RUN, "reason": wire.REASON_DEADLINE}
+            # A schema counts what it has accepted: each attempt starts from the caller's.
+            records, summary, charge = self._attempt(task, copy.deepcopy(schema), limits)
+            # A limit reached by time off the CPU (waiting on its own threads, which wait for a
+            # core) may be the machine's doing: the same task once more, at once, before any
+            # other run, so no run sees what it would not have seen. Nothing of the first stays,
+            # and only the run that counts is charged: a file that really sleeps times out twice
+            # and pays once, the same on an idle machine and a busy one. Runs set aside have a
+            # small budget of their own, so a file that sleeps everywhere cannot double the
+            # grading's real time.
+            retry = summary.get("status") == wire.TIMEOUT and charge.by_waiting and attempt < WAIT_RETRIES
+            if retry and self.budget.may_retry(charge.seconds):
+                continue
+            break
+        self.budget.charge(charge.seconds)
+        summary["elapsed"] = round(charge.seconds, 3)  # charged seconds, as every limit counts them
+        return records, summary
+
+    def _attempt(
+        self, task: dict[str, Any], schema: Schema, limits: _Limits
+    ) -> tuple[list[dict[str, Any]], dict[str, Any], _Charge]:
         scratch = self._new_scratch()
-        charged = [0.0]
+        charge = _Charge()
         try:
-            limits = _Limits(timeout, progress_resets, import_seconds)
-            records, summary = self._run_in(scratch, task, schema, limits, charged)
+            records, summary = self._run_in(scratch, task, schema, limits, charge)
+        except BaseException:
+            self.budget.charge(charge.seconds)
+            raise
         finally:
-            self.budget.charge(charged[0])
             lingering = self.reap()
             self._clean(scratch)
-        summary["elapsed"] = round(charged[0], 3)  # charged seconds, as every limit counts them
         if lingering:
             summary["lingering"] = True  # something the child started outlived it
-        return records, summary
+        return records, summary, charge
 
     # --- one child -------------------------------------------------------------------------------
 
     def _run_in(
-        self, scratch: str, task: dict[str, Any], schema: Schema, limits: _Limits, charged: list[float]
+        self, scratch: str, task: dict[str, Any], schema: Schema, limits: _Limits, charge: _Charge
     ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         key = secrets.token_bytes(32)  # this run's only: the child's records are tagged with it
         body = {
@@ -145,7 +178,8 @@ class Runs:
         try:
             records, summary = self._collect(pid, rec_r, out_r, schema, channel, limits, clock)
         finally:
-            charged[0] = clock.spent()
+            charge.seconds = clock.spent()
+        charge.by_waiting = bool(summary.pop(WAITED_OUT, False))
         if summary.get("status") in (wire.OK, wire.EXITED) and not channel.done and channel.expects_done:
             summary["status"] = wire.FORGED  # it ended itself before the grader's last step
             summary["reason"] = "ended before the grader's own steps were done"
@@ -177,6 +211,7 @@ class Runs:
         tail = b""
         output_total = 0
         stopped = ""  # why the harness stopped the child, when it did
+        waited_out = False  # a time limit reached by time off the CPU
         reason = ""
         open_streams = 2
         wait_status: int | None = None
@@ -188,8 +223,10 @@ class Runs:
                 break
             if wait_status is None:  # once it has exited, its last reading stands
                 used = clock.used()
-                if used >= (limits.import_seconds if importing else limits.timeout):
+                limit = limits.import_seconds if importing else limits.timeout
+                if used >= limit:
                     stopped = wire.TIMEOUT
+                    waited_out = clock.cpu() < WAITED_SHARE * limit
                 elif clock.spent() >= room:
                     stopped = wire.DEADLINE
                 elif self.budget.machine_late():
@@ -260,6 +297,8 @@ class Runs:
             summary["lingering"] = True  # reported; the run itself ended normally (below)
         elif stopped:
             summary["status"] = stopped
+            if waited_out:
+                summary[WAITED_OUT] = True
             if reason:
                 summary["reason"] = reason
             return records, summary
@@ -289,7 +328,7 @@ class Runs:
         if self.who.drops and not _nothing_left(scratch, self.who.uid):
             # Files the student uid made inside are its own: only that uid may empty them.
             cleanup = {"kind": "cleanup", "filename": "", "source": "", "mode": "", "stand_ins": []}
-            self._run_in(scratch, cleanup, _NoRecords(), _Limits(5.0, False, 0.0), [0.0])
+            self._run_in(scratch, cleanup, _NoRecords(), _Limits(5.0, False, 0.0), _Charge())
             self.reap()
         shutil.rmtree(scratch, ignore_errors=True)
 
