@@ -120,13 +120,28 @@ def _load_task(top: str) -> dict[str, Any]:
     }
 
 
-def _timed_out_runs(top: str, count: Path) -> tuple[dict[str, Any], int, float]:
+class _OnlyItsOwnPid:
+    """Run numbers as a PID namespace of the run's own hands them out when the run starts no
+    thread or process: one each (the local runner shares the machine's, where anything counts)."""
+
+    def __init__(self) -> None:
+        self.last = 100
+
+    def __call__(self) -> int:
+        self.last += 1
+        return self.last
+
+
+def _timed_out_runs(top: str, count: Path, *, alone: bool = False) -> tuple[dict[str, Any], int, float]:
     """Load a file whose top-level code first counts itself in ``count``, then runs ``top``, with
-    a 0.4 s limit: the run's summary, how many children ran it, and what the budget was charged."""
+    a 0.4 s limit: the run's summary, how many children ran it, and what the budget was charged.
+    ``alone``: the run is known to start no other task."""
     zygote = Zygote.start(child.main, None, loader.precompile)
     try:
         budget = Budget(3600.0, wall_seconds=3600.0)
         run = runs.Runs(zygote, runs.Identity(None, None), budget=budget, memory_bytes=1 << 31, output_bytes=1 << 20)
+        if alone:
+            run.last_pid = _OnlyItsOwnPid()
         counting = f"with open({str(count)!r}, 'a') as _f:\n    _f.write('x')\n{top}"
         _, summary = run.run(_load_task(counting), child_records.LoadRecords(), timeout=0.4, progress_resets=False)
         run.close()
@@ -135,11 +150,21 @@ def _timed_out_runs(top: str, count: Path) -> tuple[dict[str, Any], int, float]:
         zygote.close()
 
 
-def test_a_run_stopped_by_time_off_the_cpu_runs_once_more_and_is_charged_once(tmp_path: Path) -> None:
-    summary, children, charged = _timed_out_runs("import time\ntime.sleep(30)", tmp_path / "count")
+SLEEP_IN_A_THREAD = (
+    "import threading, time\n_t = threading.Thread(target=time.sleep, args=(30,))\n_t.start()\n_t.join()"
+)
+
+
+def test_a_run_stopped_waiting_on_its_own_threads_runs_once_more_and_is_charged_once(tmp_path: Path) -> None:
+    summary, children, charged = _timed_out_runs(SLEEP_IN_A_THREAD, tmp_path / "count")
     assert summary["status"] == "timeout" and "_waited_out" not in summary
-    assert children == 2  # the machine may have made it wait: it ran again, at once
+    assert children == 2  # its thread may have waited for a core: it ran again, at once
     assert 0.4 <= charged < 0.7 and summary["elapsed"] == pytest.approx(charged, abs=0.01)
+
+
+def test_a_single_process_that_sleeps_is_not_run_again(tmp_path: Path) -> None:
+    summary, children, charged = _timed_out_runs("import time\ntime.sleep(30)", tmp_path / "count", alone=True)
+    assert summary["status"] == "timeout" and children == 1 and 0.4 <= charged < 0.7
 
 
 def test_a_run_stopped_by_its_own_cpu_time_is_not_run_again(tmp_path: Path) -> None:
@@ -155,7 +180,7 @@ def test_a_script_run_that_ran_again_keeps_its_record_schema_fresh(tmp_path: Pat
         budget = Budget(3600.0, wall_seconds=3600.0)
         run = runs.Runs(zygote, runs.Identity(None, None), budget=budget, memory_bytes=1 << 31, output_bytes=1 << 20)
         count = tmp_path / "count"
-        text = f"with open({str(count)!r}, 'a') as _f:\n    _f.write('x')\nimport time\ntime.sleep(30)\n"
+        text = f"with open({str(count)!r}, 'a') as _f:\n    _f.write('x')\n{SLEEP_IN_A_THREAD}\n"
         task = {"kind": "script", "filename": "autograd_lab.py", "text": text, "stand_ins": []}
         records, summary = run.run(task, child_records.ScriptRecords(), timeout=0.4, progress_resets=False)
         run.close()

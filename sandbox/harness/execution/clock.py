@@ -115,6 +115,15 @@ def host_steal(cores: frozenset[int] | None = None) -> dict[int, float]:
     return stolen
 
 
+def last_pid() -> int | None:
+    """The last process or thread number handed out in this PID namespace (``/proc/loadavg``):
+    how many tasks a run started is the difference across it. None where it cannot be read."""
+    try:
+        return int(_read("/proc/loadavg").split()[4])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def own_cpu() -> float:
     times = os.times()
     return times.user + times.system

@@ -28,7 +28,7 @@ from typing import Any, Protocol
 
 from .. import wire
 from .child_records import BadRecord, parse_line
-from .clock import Budget, CpuSource, RunClock, sandbox_cpu
+from .clock import Budget, CpuSource, RunClock, last_pid, sandbox_cpu
 from .zygote import Zygote
 
 RECORD_BYTES = 256 * 1024  # one child record
@@ -82,6 +82,7 @@ class Runs:
         # The sandbox's own cgroup counts every process a run starts; only a sandbox has one
         # (the local runner shares the machine's, so there a child's own figures are read).
         self.cpu: CpuSource | None = sandbox_cpu() if who.drops else None
+        self.last_pid = last_pid  # where run numbers come from (the PID namespace's)
 
     def close(self) -> None:
         shutil.rmtree(self.scratch_root, ignore_errors=True)
@@ -106,13 +107,13 @@ class Runs:
                 return [], {"status": wire.NOT_RUN, "reason": wire.REASON_DEADLINE}
             # A schema counts what it has accepted: each attempt starts from the caller's.
             records, summary, charge = self._attempt(task, copy.deepcopy(schema), limits)
-            # A limit reached by time off the CPU (waiting on its own threads, which wait for a
-            # core) may be the machine's doing: the same task once more, at once, before any
-            # other run, so no run sees what it would not have seen. Nothing of the first stays,
-            # and only the run that counts is charged: a file that really sleeps times out twice
-            # and pays once, the same on an idle machine and a busy one. Runs set aside have a
-            # small budget of their own, so a file that sleeps everywhere cannot double the
-            # grading's real time.
+            # A limit reached by time off the CPU while the run had threads or processes of its
+            # own (which may have waited for a core: the kernel keeps no such figure for a
+            # thread that has ended) may be the machine's doing: the same task once more, at
+            # once, before any other run, so no run sees what it would not have seen. Nothing of
+            # the first stays, and only the run that counts is charged. A single process that
+            # sleeps is not run again: its time off the CPU is its own. Runs set aside have a
+            # small budget of their own, so no file can double the grading's real time.
             retry = summary.get("status") == wire.TIMEOUT and charge.by_waiting and attempt < WAIT_RETRIES
             if retry and self.budget.may_retry(charge.seconds):
                 continue
@@ -159,6 +160,7 @@ class Runs:
         rec_r, rec_w = os.pipe()
         out_r, out_w = os.pipe()
         sys.stdout.flush()
+        before = self.last_pid()
         try:
             pid = self.zygote.spawn(task_r, rec_w, out_w)
         finally:
@@ -179,7 +181,11 @@ class Runs:
             records, summary = self._collect(pid, rec_r, out_r, schema, channel, limits, clock)
         finally:
             charge.seconds = clock.spent()
-        charge.by_waiting = bool(summary.pop(WAITED_OUT, False))
+        after = self.last_pid()
+        # Tasks started beyond the child itself: its threads and processes (or, where the
+        # numbers cannot be read or have wrapped, perhaps some).
+        helpers = before is None or after is None or after - before > 1 or after < before
+        charge.by_waiting = bool(summary.pop(WAITED_OUT, False)) and helpers
         if summary.get("status") in (wire.OK, wire.EXITED) and not channel.done and channel.expects_done:
             summary["status"] = wire.FORGED  # it ended itself before the grader's last step
             summary["reason"] = "ended before the grader's own steps were done"
