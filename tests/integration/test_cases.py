@@ -1,4 +1,5 @@
-"""Data-driven end-to-end cases, graded in the real Docker sandbox.
+"""Data-driven end-to-end cases, graded in the real Docker sandbox: all of them once per test
+session, as one class, two at a time (a course's batch does the same).
 
 Each ``tests/cases/<name>/`` holds an ``autograd_lab.py`` and ``expected.yaml``: the points per
 section, the status, and the checks that must not pass. The reference is one of them. A folder
@@ -9,12 +10,15 @@ that feature, made at test time by ``tests/cases/feature_missing.py``.
 from __future__ import annotations
 
 import importlib.util
+import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 from markupsafe import escape
 
+from grader.batch import grade_class
 from grader.judge.diagnose import KillMatrix, kill_matrix
 from grader.mutate import CATALOGUE, INFO
 from grader.pipeline import grade_submission
@@ -41,6 +45,36 @@ def runner() -> DockerRunner:
     return DockerRunner()
 
 
+def _expected(name: str) -> dict[str, Any]:
+    data = yaml.safe_load((CASES / name / "expected.yaml").read_text())
+    assert isinstance(data, dict), name
+    return data
+
+
+@pytest.fixture(scope="module")
+def graded(runner: DockerRunner, tmp_path_factory: pytest.TempPathFactory) -> dict[str, SubmissionResult]:
+    """Every case graded once, as a class: its engine, or the reference without a feature."""
+    source = tmp_path_factory.mktemp("cases")
+    for name in NAMES:
+        (source / name).mkdir()
+        expected = _expected(name)
+        if "derived" in expected:  # made from the reference at test time (feature_missing.py)
+            (source / name / "autograd_lab.py").write_text(derive(expected["derived"]), encoding="utf-8")
+        else:
+            shutil.copy(CASES / name / "autograd_lab.py", source / name / "autograd_lab.py")
+    image = runner.image
+    outcome = grade_class(
+        source,
+        out=tmp_path_factory.mktemp("cases-out"),
+        rubric=load_rubric(),
+        runner=runner,
+        runner_factory=lambda: DockerRunner(image=image),
+        jobs=2,
+        seed=SEED,
+    )
+    return {r.student: r for r in outcome.results}
+
+
 @pytest.fixture(scope="module")
 def matrix() -> KillMatrix:
     rubric = load_rubric()
@@ -58,27 +92,23 @@ def test_there_are_enough_cases() -> None:
 
 
 @pytest.mark.parametrize("name", ["mut_acc_add", "mut_topo_no_visited", "partial_hidden"])
-def test_the_same_file_gets_the_same_points_in_every_run(name: str, runner: DockerRunner) -> None:
+def test_the_same_file_gets_the_same_points_in_every_run(
+    name: str, runner: DockerRunner, graded: dict[str, SubmissionResult]
+) -> None:
     # Two containers, two memory layouts: engines whose wrong answers depend on the order a set
-    # of _prev yields its nodes, and one that fails only some hidden instances.
-    def grade() -> SubmissionResult:
-        result = grade_submission(CASES / name / "autograd_lab.py", student=name, rubric=load_rubric(), runner=runner)
-        assert result.seed == SEED
-        return result
-
-    first, second = grade(), grade()
+    # of _prev yields its nodes, and one that fails only some hidden instances. The first is
+    # the class's grading, two at a time; the second, this one alone.
+    first = graded[name]
+    second = grade_submission(CASES / name / "autograd_lab.py", student=name, rubric=load_rubric(), runner=runner)
+    assert first.seed == second.seed == SEED
     assert [(c.check_id, c.points) for c in second.checks] == [(c.check_id, c.points) for c in first.checks]
     assert first.score < 100  # each of them has a bug to be charged the same way twice
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_case(name: str, runner: DockerRunner, matrix: KillMatrix, tmp_path: Path) -> None:
-    expected = yaml.safe_load((CASES / name / "expected.yaml").read_text())
-    engine = CASES / name / "autograd_lab.py"
-    if "derived" in expected:  # made from the reference at test time (feature_missing.py)
-        engine = tmp_path / "autograd_lab.py"
-        engine.write_text(derive(expected["derived"]), encoding="utf-8")
-    result: SubmissionResult = grade_submission(engine, student=name, rubric=load_rubric(), runner=runner, seed=SEED)
+def test_case(name: str, graded: dict[str, SubmissionResult], matrix: KillMatrix) -> None:
+    expected = _expected(name)
+    result = graded[name]
     assert result.runner == "docker"
     assert result.status.value == expected["status"], result.status_detail
     got = {s.tag: s.points for s in result.sections}
