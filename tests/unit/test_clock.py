@@ -26,6 +26,19 @@ def _watch(process: subprocess.Popen[bytes], clock: RunClock) -> float:
     return clock.spent()
 
 
+def _watch_with_cpu(process: subprocess.Popen[bytes], clock: RunClock) -> tuple[float, float]:
+    """``_watch``, also reading the process's own CPU seconds: (charged, CPU seconds)."""
+    cpu = 0.0
+    while process.poll() is None:
+        clock.used()
+        try:
+            cpu = process_cpu(process.pid)
+        except OSError:
+            break
+        time.sleep(0.01)
+    return clock.spent(), cpu
+
+
 @pytest.fixture
 def one_core() -> Iterator[int]:
     """Pin this test's processes to one core, so that competing spinners really compete."""
@@ -53,16 +66,7 @@ def test_a_child_starved_of_its_core_is_charged_its_cpu_not_the_wait(one_core: i
     try:
         started = time.monotonic()
         child = subprocess.Popen([sys.executable, "-c", WORK, "3000000"])
-        clock = RunClock(child.pid, None)
-        cpu = 0.0
-        while child.poll() is None:
-            clock.used()
-            try:
-                cpu = process_cpu(child.pid)
-            except OSError:
-                break
-            time.sleep(0.01)
-        charged = clock.spent()
+        charged, cpu = _watch_with_cpu(child, RunClock(child.pid, None))
         wall = time.monotonic() - started
     finally:
         for spinner in spinners:
@@ -137,15 +141,7 @@ def _held_off_its_core(host: _Host, *, reported: bool) -> tuple[float, float]:
     if reported:
         host.taken += time.monotonic() - started
     os.kill(child.pid, signal.SIGCONT)
-    cpu = 0.0
-    while child.poll() is None:
-        clock.used()
-        try:
-            cpu = process_cpu(child.pid)
-        except OSError:
-            break
-        time.sleep(0.01)
-    return clock.spent(), cpu
+    return _watch_with_cpu(child, clock)
 
 
 def test_time_the_host_took_from_the_cores_is_not_charged() -> None:

@@ -20,6 +20,7 @@ charged the host's other guests.)
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from collections.abc import Callable
@@ -86,6 +87,7 @@ def run_delay(pid: int) -> float:
     return int(_read(f"/proc/{pid}/schedstat").split()[1]) / 1e9
 
 
+@functools.cache  # read at every poll; the cores a sandbox may use do not change under it
 def _cores() -> frozenset[int]:
     try:
         return frozenset(os.sched_getaffinity(0))

@@ -39,7 +39,6 @@ LINGER_SECONDS = 0.25  # after a child exits, how long a process it left may hol
 POLL_SECONDS = 0.05  # how often a running child's charged time is read
 WAIT_RETRIES = 1  # runs stopped by time off the CPU run once more (see Runs.run)
 WAITED_SHARE = 0.75  # CPU time under this share of a limit reached: time off the CPU decided
-WAITED_OUT = "_waited_out"  # between _collect and _run_in only; never leaves this module
 
 
 class Schema(Protocol):
@@ -61,7 +60,7 @@ class Identity:
 @dataclass
 class _Charge:
     seconds: float = 0.0  # what the run was charged
-    by_waiting: bool = False  # time off the CPU, not CPU time, made the charge
+    by_waiting: bool = False  # a time limit reached by time off the CPU, not by CPU time
 
 
 @dataclass(frozen=True)
@@ -178,14 +177,14 @@ class Runs:
         channel = _Tagged(key, expects_done=task["kind"] in DONE_KINDS)
         clock = RunClock(pid, self.cpu)
         try:
-            records, summary = self._collect(pid, rec_r, out_r, schema, channel, limits, clock)
+            records, summary = self._collect(pid, rec_r, out_r, schema, channel, limits, clock, charge)
         finally:
             charge.seconds = clock.spent()
         after = self.last_pid()
         # Tasks started beyond the child itself: its threads and processes (or, where the
         # numbers cannot be read or have wrapped, perhaps some).
         helpers = before is None or after is None or after - before > 1 or after < before
-        charge.by_waiting = bool(summary.pop(WAITED_OUT, False)) and helpers
+        charge.by_waiting = charge.by_waiting and helpers
         if summary.get("status") in (wire.OK, wire.EXITED) and not channel.done and channel.expects_done:
             summary["status"] = wire.FORGED  # it ended itself before the grader's last step
             summary["reason"] = "ended before the grader's own steps were done"
@@ -202,6 +201,7 @@ class Runs:
         channel: _Tagged,
         limits: _Limits,
         clock: RunClock,
+        charge: _Charge,
     ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         resets = limits.resets
         importing = limits.import_seconds > 0  # until the child's `loaded` record
@@ -217,7 +217,6 @@ class Runs:
         tail = b""
         output_total = 0
         stopped = ""  # why the harness stopped the child, when it did
-        waited_out = False  # a time limit reached by time off the CPU
         reason = ""
         open_streams = 2
         wait_status: int | None = None
@@ -232,7 +231,7 @@ class Runs:
                 limit = limits.import_seconds if importing else limits.timeout
                 if used >= limit:
                     stopped = wire.TIMEOUT
-                    waited_out = clock.cpu() < WAITED_SHARE * limit
+                    charge.by_waiting = clock.cpu() < WAITED_SHARE * limit
                 elif clock.spent() >= room:
                     stopped = wire.DEADLINE
                 elif self.budget.machine_late():
@@ -303,8 +302,6 @@ class Runs:
             summary["lingering"] = True  # reported; the run itself ended normally (below)
         elif stopped:
             summary["status"] = stopped
-            if waited_out:
-                summary[WAITED_OUT] = True
             if reason:
                 summary["reason"] = reason
             return records, summary
