@@ -43,10 +43,18 @@ IMAGE_REPO = "autograd-grader"
 
 # The environment the harness runs with, in the container or under the local runner.
 # Fixed values only: nothing from the host environment reaches student code.
+# The harness interpreter's flags: no user site-packages (-s), no script or working directory
+# on sys.path (-P), no .pyc writes (-B). Not -I: it implies -E, which would ignore the two PYTHON*
+# values above; the environment is entirely ours (SANDBOX_ENV), and the harness checks it.
+HARNESS_FLAGS: tuple[str, ...] = ("-s", "-P", "-B")
 SANDBOX_ENV: dict[str, str] = {
     "HOME": "/tmp",
     "LANG": "C.UTF-8",
     "PYTHONHASHSEED": "0",  # reproducible set/dict order between runs
+    # The C allocator, not Python's own: pymalloc's arenas sit wherever the randomised address
+    # layout puts them and lose a pool when misaligned, so the same program would meet the memory
+    # limit at a different point from one run to the next.
+    "PYTHONMALLOC": "malloc",
     "OPENBLAS_NUM_THREADS": "1",  # numpy must not spawn threads against the pids limit
     "OMP_NUM_THREADS": "1",
     "MPLBACKEND": "Agg",

@@ -1,7 +1,8 @@
-"""Entry point of the in-sandbox harness: ``python3 -I -B run_harness.py --workdir DIR``.
+"""Entry point of the in-sandbox harness: ``python3 -s -P -B run_harness.py --workdir DIR``.
 
-``-I`` keeps the working directory and PYTHON* variables out of ``sys.path``, so the
-package is put on the path explicitly, from this file's own (read-only) location.
+``-P`` keeps the working directory and this file's folder out of ``sys.path``, so the package
+is put on the path explicitly, from this file's own (read-only) location. The environment is
+the grader's own (``grader.image.SANDBOX_ENV``); the harness refuses to start without it.
 """
 
 import os

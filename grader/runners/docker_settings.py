@@ -19,14 +19,13 @@ import docker
 from docker.models.containers import Container
 from docker.types import LogConfig, Mount, Ulimit
 
-from grader.image import LABEL, SANDBOX_ENV
+from grader.image import HARNESS_FLAGS, LABEL, SANDBOX_ENV
 from grader.runners.base import PLAN_NAME, SUBMISSION_DIR, ContainerLimits
 
 WORKDIR = "/sandbox"
 HARNESS_COMMAND: tuple[str, ...] = (
     "python3",
-    "-I",
-    "-B",
+    *HARNESS_FLAGS,
     "/opt/ag/sandbox/run_harness.py",
     "--workdir",
     WORKDIR,

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import IO
 
 from grader.errors import InfraError
-from grader.image import SANDBOX_DIR, SANDBOX_ENV
+from grader.image import HARNESS_FLAGS, SANDBOX_DIR, SANDBOX_ENV
 from grader.runners.base import PLAN_NAME, SUBMISSION_DIR, ContainerLimits, RawRun
 
 FSIZE_BYTES = 8 * 1024 * 1024
@@ -146,7 +146,7 @@ class LocalRunner:
             started = time.monotonic()
             try:
                 process = subprocess.Popen(
-                    [self.python, "-I", "-B", str(self.harness), "--workdir", str(workdir)],
+                    [self.python, *HARNESS_FLAGS, str(self.harness), "--workdir", str(workdir)],
                     cwd=workdir,
                     env=env,
                     stdin=subprocess.DEVNULL,

@@ -276,6 +276,27 @@ def _preload() -> None:
     sealed.prepare()  # the harness code each child copies for itself, compiled once here
 
 
+# What the runners set (grader.image.SANDBOX_ENV) and what depends on it: string hashes, so set
+# and dict order, and an allocator whose footprint does not move with the address layout, so a
+# memory limit falls at the same point of the same program on every run.
+EXPECTED_ENV = {"PYTHONHASHSEED": "0", "PYTHONMALLOC": "malloc"}
+
+
+def interpreter_problem() -> str:
+    """Why this interpreter would not run a file the same way twice ("" when it would)."""
+    if sys.flags.ignore_environment:
+        return "started with -E or -I: PYTHONHASHSEED and PYTHONMALLOC would be ignored"
+    for name, value in EXPECTED_ENV.items():
+        if os.environ.get(name) != value:
+            return f"{name} is not {value!r}"
+    if sys.flags.hash_randomization:
+        return "string hashing is randomised"
+    others = sorted(k for k in os.environ if k.startswith("PYTHON") and k not in EXPECTED_ENV)
+    if others:
+        return f"unexpected interpreter settings in the environment: {', '.join(others)[:200]}"
+    return ""
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="run_harness")
     parser.add_argument("--workdir", required=True)
@@ -285,6 +306,10 @@ def main(argv: list[str]) -> int:
         help="a warm sandbox: wait for the plan and the submission on standard input (execution/inputs.py)",
     )
     args = parser.parse_args(argv)
+    wrong = interpreter_problem()
+    if wrong:
+        print(f"harness: {wrong}", file=sys.stderr)
+        return 3  # started by something other than the grader's runners: never the student's fault
     # The fork server first: nothing of the plan may be in its memory, nor in any child's.
     zygote = Zygote.start(child.main, _preload, loader.precompile)
     # The harness's own syntax-tree work (facts, mutants, copies) recurses once per level of a

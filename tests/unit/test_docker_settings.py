@@ -200,7 +200,7 @@ def test_container_is_created_with_exactly_the_trust_boundary_settings() -> None
     volume = client.volume_kwargs["name"]
     assert client.create_image == IMAGE_ID  # by id: the image reported is the image run
     assert kwargs == {
-        "command": ["python3", "-I", "-B", "/opt/ag/sandbox/run_harness.py", "--workdir", "/sandbox"],
+        "command": ["python3", "-s", "-P", "-B", "/opt/ag/sandbox/run_harness.py", "--workdir", "/sandbox"],
         "name": f"autograd-grader-{run_id}",
         # The owner label (host:pid) lets a later run remove what a killed grader left behind.
         "labels": {"autograd-grader": "1", "autograd-grader.run": run_id, "autograd-grader.owner": owner_id()},
@@ -232,6 +232,7 @@ def test_container_is_created_with_exactly_the_trust_boundary_settings() -> None
             "HOME": "/tmp",
             "LANG": "C.UTF-8",
             "PYTHONHASHSEED": "0",
+            "PYTHONMALLOC": "malloc",
             "OPENBLAS_NUM_THREADS": "1",
             "OMP_NUM_THREADS": "1",
             "MPLBACKEND": "Agg",

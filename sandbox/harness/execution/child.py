@@ -13,6 +13,7 @@ import builtins
 import json
 import os
 import resource
+import struct
 import sys
 import traceback
 import types
@@ -28,6 +29,7 @@ from ..probes import loader, programs, stable_hash
 from . import guard
 
 MAX_TASK = 16 * 1024 * 1024
+TASK_HEADER = struct.Struct("!Q")  # the task's length in bytes, before the task
 Write = Callable[[dict[str, Any]], None]
 _FILLERS: dict[str, Any] = {"tuple": (), "str": "", "none": None}
 
@@ -108,19 +110,45 @@ def _signed_writer(fd: int, key: bytes) -> Write:
 
 
 def _read_task(fd: int) -> dict[str, Any]:
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        chunk = os.read(fd, 1 << 16)
-        if not chunk:
-            break
-        size += len(chunk)
+    """The task, announced by its length and read into one buffer of exactly that size: however
+    the pipe hands it over (whole, or a few bytes at a time on a busy machine), the child makes
+    the same allocations, so student code meets the same free memory on every run."""
+    try:
+        (size,) = TASK_HEADER.unpack(_read_exactly(fd, bytearray(TASK_HEADER.size)))
         if size > MAX_TASK:
             raise ValueError("task too large")
-        chunks.append(chunk)
-    os.close(fd)
-    task: dict[str, Any] = json.loads(b"".join(chunks))
+        body = _read_exactly(fd, bytearray(size))
+    finally:
+        os.close(fd)
+    task: dict[str, Any] = json.loads(body)
     return task
+
+
+def _read_exactly(fd: int, into: bytearray) -> bytearray:
+    view, done = memoryview(into), 0
+    while done < len(into):
+        got = os.readv(fd, [view[done:]])
+        if not got:
+            raise ValueError("task cut short")
+        done += got
+    view.release()
+    return into
+
+
+def _mapped_now() -> int:
+    """Bytes of address space this process has mapped now (``/proc/self/statm``). The fork
+    server's footprint varies by a page or an allocator block from one start to the next (address
+    layout is randomised), so the memory limit is counted from here: student code gets the same
+    room on every run. Without ``/proc``, nothing is subtracted (the limit is then absolute)."""
+    try:
+        fd = os.open("/proc/self/statm", os.O_RDONLY)
+    except OSError:
+        return 0
+    try:
+        pages = int(os.read(fd, 200).split()[0])
+    finally:
+        os.close(fd)
+    return pages * resource.getpagesize()
 
 
 def _enter(task: dict[str, Any]) -> None:
@@ -129,7 +157,8 @@ def _enter(task: dict[str, Any]) -> None:
     memory = int(task["memory_bytes"])
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
-    resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+    room = _mapped_now() + memory  # the run's own allowance, over what the harness has mapped
+    resource.setrlimit(resource.RLIMIT_AS, (room, room))
     if hasattr(resource, "RLIMIT_MSGQUEUE"):
         resource.setrlimit(resource.RLIMIT_MSGQUEUE, (0, 0))  # no POSIX queue outlives a run
     scratch = task["scratch"]

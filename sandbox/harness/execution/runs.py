@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from .. import wire
+from .child import TASK_HEADER
 from .child_records import BadRecord, parse_line
 from .clock import Budget, CpuSource, RunClock, last_pid, sandbox_cpu
 from .zygote import Zygote
@@ -170,8 +171,9 @@ class Runs:
                 os.close(fd)
             return [], {"status": wire.NOT_RUN, "reason": wire.REASON_NO_PROCESS}
         try:
+            encoded = json.dumps(body, allow_nan=False).encode()
             with os.fdopen(task_w, "wb") as pipe:
-                pipe.write(json.dumps(body, allow_nan=False).encode())
+                pipe.write(TASK_HEADER.pack(len(encoded)) + encoded)
         except BrokenPipeError:
             pass  # the child died before reading its task: its exit status says how
         channel = _Tagged(key, expects_done=task["kind"] in DONE_KINDS)
