@@ -55,13 +55,15 @@ lint: $(VENV)/.installed
 # `make test` is everything but the suites marked slow (minutes each: the hostile class graded
 # in Docker, a rush of 50 students, the service's fault tests, an 80-student class, every
 # operator on every engine of the corpus); `make test-slow` runs those, and CI runs both.
+# Each run ends with its 25 slowest tests, so the suite's time can be kept in hand.
 TEST_ENV := REQUIRE_DOCKER=1 REQUIRE_BROWSER=1 CHROMIUM=$(CHROMIUM)
+TIMES := --durations=25 --durations-min=5
 
 test: image lint browser postgres
-	$(TEST_ENV) $(PY) -m pytest tests -q -m "not slow"
+	$(TEST_ENV) $(PY) -m pytest tests -q -m "not slow" $(TIMES)
 
 test-slow: image browser postgres
-	$(TEST_ENV) $(PY) -m pytest tests -q -m slow
+	$(TEST_ENV) $(PY) -m pytest tests -q -m slow $(TIMES)
 
 clean:
 	rm -rf $(OUT) $(VENV) .pytest_cache .mypy_cache .ruff_cache
