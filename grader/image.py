@@ -43,10 +43,6 @@ IMAGE_REPO = "autograd-grader"
 
 # The environment the harness runs with, in the container or under the local runner.
 # Fixed values only: nothing from the host environment reaches student code.
-# The harness interpreter's flags: no user site-packages (-s), no script or working directory
-# on sys.path (-P), no .pyc writes (-B). Not -I: it implies -E, which would ignore the two PYTHON*
-# values above; the environment is entirely ours (SANDBOX_ENV), and the harness checks it.
-HARNESS_FLAGS: tuple[str, ...] = ("-s", "-P", "-B")
 SANDBOX_ENV: dict[str, str] = {
     "HOME": "/tmp",
     "LANG": "C.UTF-8",
@@ -59,6 +55,12 @@ SANDBOX_ENV: dict[str, str] = {
     "OMP_NUM_THREADS": "1",
     "MPLBACKEND": "Agg",
 }
+
+# The harness interpreter's flags: no user site-packages (-s), no script or working directory
+# on sys.path (-P), no .pyc writes (-B). Not -I: it implies -E, which would ignore the two
+# PYTHON* values above. The environment is the grader's (SANDBOX_ENV over the image's own), and
+# the harness refuses to start when it is not (sandbox/harness/supervisor.py).
+HARNESS_FLAGS: tuple[str, ...] = ("-s", "-P", "-B")
 
 
 # --- the inputs of the image ---------------------------------------------------------------

@@ -291,10 +291,17 @@ def interpreter_problem() -> str:
             return f"{name} is not {value!r}"
     if sys.flags.hash_randomization:
         return "string hashing is randomised"
-    others = sorted(k for k in os.environ if k.startswith("PYTHON") and k not in EXPECTED_ENV)
+    # The interpreter's own settings are PYTHON and capitals (PYTHONPATH, PYTHONSTARTUP, ...);
+    # a base image's PYTHON_VERSION or PYTHON_SHA256 is a note, read by nothing.
+    others = sorted(k for k in os.environ if _interpreter_setting(k) and k not in EXPECTED_ENV)
     if others:
         return f"unexpected interpreter settings in the environment: {', '.join(others)[:200]}"
     return ""
+
+
+def _interpreter_setting(name: str) -> bool:
+    rest = name.removeprefix("PYTHON")
+    return rest != name and rest.isalpha() and rest.isupper()
 
 
 def main(argv: list[str]) -> int:
