@@ -289,8 +289,6 @@ def interpreter_problem() -> str:
     for name, value in EXPECTED_ENV.items():
         if os.environ.get(name) != value:
             return f"{name} is not {value!r}"
-    if sys.flags.hash_randomization:
-        return "string hashing is randomised"
     # The interpreter's own settings are PYTHON and capitals (PYTHONPATH, PYTHONSTARTUP, ...);
     # a base image's PYTHON_VERSION or PYTHON_SHA256 is a note, read by nothing.
     others = sorted(k for k in os.environ if _interpreter_setting(k) and k not in EXPECTED_ENV)
