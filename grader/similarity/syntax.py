@@ -2,7 +2,8 @@
 
 What a copier changes cheaply leaves these tokens alone: every name, literal, comment,
 docstring, type annotation and line break is gone (the tree has no formatting, and names and
-literals become their kind), so renaming, reformatting and re-commenting change nothing. A unit
+literals become their kind), so renaming, reformatting and re-commenting change nothing; nor
+does spelling attribute access with getattr, setattr and the like (attributes.py). A unit
 is one function or method (its nested closures included), one class's own statements, or the
 module's own statements; fingerprints never cross units, so putting methods or top-level
 functions in another order changes nothing either, while the order of statements inside a
@@ -19,6 +20,7 @@ from __future__ import annotations
 import ast
 import re
 
+from .attributes import plain_attributes
 from .tokens import Token, Tokens, loose_tokens
 
 MAX_REPAIRS = 8  # parses of a broken file, each after blanking the line Python pointed at
@@ -230,6 +232,7 @@ def canonical(source: str) -> Tokens:
     if tree is None:
         items = loose_tokens(source)
         return Tokens(tuple(items), ((0, len(items)),) if items else (), note or "read loosely")
+    plain_attributes(tree)
     try:
         items, units = _units(tree, _Lines(source))
     except RecursionError:  # classes nested past the stack: the loose scanner's tokens

@@ -14,6 +14,9 @@ same program (the tests run them).
 - ``pad``: dead code (unused helpers, an unused method, unused locals, ``if False:`` branches)
   and new comments.
 - ``everything``: rename, reorder, pad, then black_style or wrap40.
+- ``reflect``: every attribute read, write and delete spelled with ``getattr``, ``setattr``
+  and ``delattr`` and a literal name (``x.grad += g`` becomes
+  ``setattr(x, "grad", getattr(x, "grad") + g)``), then ``unparse``.
 - ``restructure``: behaviour kept, structure changed: ``x += y`` on an attribute becomes
   ``x = x + y``, ``for`` loops that append become comprehensions, ``reversed(xs)`` becomes
   ``xs[::-1]``.
@@ -289,6 +292,65 @@ def everything(source: str, seed: int = 0) -> str:
     return black_style(text) if seed % 2 else wrap40(unparse(text))
 
 
+# --- reflect --------------------------------------------------------------------------------------
+
+
+def _literal_name(attr: str) -> bool:
+    """Whether ``attr`` means the same through getattr: a private name is mangled only when
+    written as an attribute."""
+    return not (attr.startswith("__") and not attr.endswith("__"))
+
+
+def _get(node: ast.Attribute) -> ast.Call:
+    return ast.Call(ast.Name("getattr", ast.Load()), [node.value, ast.Constant(node.attr)], [])
+
+
+class _Reflect(ast.NodeTransformer):
+    def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
+        self.generic_visit(node)
+        if isinstance(node.ctx, ast.Load) and _literal_name(node.attr):
+            return ast.copy_location(_get(node), node)
+        return node
+
+    def _set(self, target: ast.Attribute, value: ast.expr, at: ast.stmt) -> ast.stmt:
+        call = ast.Call(ast.Name("setattr", ast.Load()), [target.value, ast.Constant(target.attr), value], [])
+        return ast.copy_location(ast.Expr(call), at)
+
+    def visit_Assign(self, node: ast.Assign) -> ast.AST:
+        self.generic_visit(node)
+        target = node.targets[0]
+        if len(node.targets) == 1 and isinstance(target, ast.Attribute) and _literal_name(target.attr):
+            return self._set(target, node.value, node)
+        return node
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> ast.AST:
+        self.generic_visit(node)
+        target = node.target
+        if isinstance(target, ast.Attribute) and node.value is not None and _literal_name(target.attr):
+            return self._set(target, node.value, node)
+        return node
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> ast.AST:
+        self.generic_visit(node)
+        target = node.target
+        if isinstance(target, ast.Attribute) and _literal_name(target.attr):
+            return self._set(target, ast.BinOp(_get(target), node.op, node.value), node)
+        return node
+
+    def visit_Delete(self, node: ast.Delete) -> ast.AST:
+        self.generic_visit(node)
+        target = node.targets[0]
+        if len(node.targets) == 1 and isinstance(target, ast.Attribute) and _literal_name(target.attr):
+            call = ast.Call(ast.Name("delattr", ast.Load()), [target.value, ast.Constant(target.attr)], [])
+            return ast.copy_location(ast.Expr(call), node)
+        return node
+
+
+def reflect(source: str, seed: int = 0) -> str:
+    tree = _Reflect().visit(ast.parse(source))
+    return ast.unparse(ast.fix_missing_locations(tree)) + "\n"
+
+
 # --- restructure --------------------------------------------------------------------------------
 
 
@@ -345,4 +407,5 @@ DISGUISES: dict[str, Callable[[str, int], str]] = {
     "wrap40": wrap40,
     "pad": pad,
     "everything": everything,
+    "reflect": reflect,
 }

@@ -4,6 +4,7 @@ escapes what students wrote and loads nothing from outside."""
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import subprocess
@@ -13,6 +14,7 @@ from itertools import combinations
 from pathlib import Path
 
 import pytest
+from disguiser import reflect
 from similarity_disguise import disguise
 
 from grader.similarity.compare import MIN_PRINTS, THRESHOLD, Pair, clusters, shared_regions
@@ -71,6 +73,47 @@ def test_a_string_inside_an_expression_is_kept_a_docstring_is_not() -> None:
     assert stream('x = "a"\n') == ["Assign", "Name", "str"]
     assert stream('"""doc"""\nx = 1\n') == ["Assign", "Name", "num"]
     assert stream('"a" + b\n') == ["Expr", "BinOp", "str", "Add", "Name"]
+
+
+def test_attribute_access_spelled_with_getattr_and_the_like_is_plain_attribute_access() -> None:
+    for plain, spelled in (
+        ("y = x.grad\n", ['y = getattr(x, "grad")', 'y = getattr(x, "grad", 0.0)', "y = vars(x)['grad']"]),
+        ("y = x.grad\n", ['y = x.__dict__["grad"]', 'y = object.__getattribute__(x, "grad")']),
+        ("y = x.grad\n", ['y = x.__getattribute__("grad")', 'y = operator.attrgetter("grad")(x)']),
+        ("y = x.a.b\n", ['y = attrgetter("a.b")(x)', 'y = getattr(getattr(x, "a"), "b")']),
+        ("x.grad = v\n", ['setattr(x, "grad", v)', 'object.__setattr__(x, "grad", v)', "vars(x)['grad'] = v"]),
+        ("x.grad = v\n", ['x.__setattr__("grad", v)', 'x.__dict__["grad"] = v', 'builtins.setattr(x, "grad", v)']),
+        ("del x.grad\n", ['delattr(x, "grad")', 'object.__delattr__(x, "grad")', 'del x.__dict__["grad"]']),
+        ("x.grad += g * y.grad\n", ['setattr(x, "grad", getattr(x, "grad") + g * getattr(y, "grad"))']),
+        ("x.grad += g\n", ["x.grad = x.grad + g", "vars(x)['grad'] = x.__dict__['grad'] + g"]),
+        ("out._backward()\n", ['getattr(out, "_backward")()']),
+    ):
+        for other in spelled:
+            assert stream(other + "\n") == stream(plain), other
+    # Only a literal name that could be written after the dot, and only the forms that read it.
+    for kept in (
+        "y = getattr(x, name)",
+        'y = getattr(x, "not a name")',
+        'y = getattr(x, "class")',
+        'y = getattr(x, "grad", default)',
+        'y = hasattr(x, "grad")',
+        'y = x.get("grad")',
+        'y = setattr(x, "grad", v)',
+        'y = attrgetter("grad", "data")(x)',
+    ):
+        assert stream(kept + "\n") != stream("y = x.grad\n"), kept
+    assert stream("x.grad = g + x.grad\n") != stream("x.grad += g\n")  # the order of an operation is code
+
+
+def test_an_engine_and_its_copy_spelled_with_getattr_and_setattr_score_alike() -> None:
+    for name in ("ana_ruiz", "eli_novak", "gus_lindqvist"):
+        original = independent()[name]
+        copy = reflect(original)
+        assert "setattr(" in copy and "getattr(" in copy
+        reads = [n for n in ast.walk(ast.parse(copy)) if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load)]
+        assert not any(n.attr == "grad" for n in reads)  # `a.data, a.grad = ...` has no setattr form
+        report = build([Source(name, original), Source("copy", copy)], [REFERENCE])
+        assert report.pairs[0].score >= THRESHOLD and report.flagged, report.pairs[0]
 
 
 def test_tokens_point_back_at_their_text() -> None:

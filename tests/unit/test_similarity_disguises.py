@@ -1,6 +1,7 @@
 """Copies disguised by machine against independent engines: every cheap disguise (renaming,
-reordering, reformatting, padding, all at once) leaves a copy at 0.85 or more while no two
-independent engines reach 0.35; restructured copies still rank above every independent pair.
+reordering, reformatting, padding, all at once, attribute access spelled with getattr and
+setattr) leaves a copy at 0.85 or more while no two independent engines reach 0.35;
+restructured copies still rank above every independent pair.
 Also the findings of their own: a file that holds another, files that are the reference, a
 file Python cannot wholly read, and a page bounded whatever the files."""
 
