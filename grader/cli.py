@@ -316,9 +316,13 @@ def rubric_validate(path: str | None, sandbox: str, seed: int | None) -> None:
     for failed in [c for c in ref.checks if not c.passed]:
         echo(f"  FAILED {failed.check_id}: {failed.message}")
     matrix = outcome.matrix
+    echo("\nWheats: the correct engines students' checks run on (Step 5), graded by the grader's own checks:")
+    for wheat_id, title, failing in outcome.wheats:
+        verdict = "full marks" if not failing else "FAILS " + ", ".join(failing)
+        echo(f"  {wheat_id:32s} {verdict}: {title}")
     echo(
-        f"\nKill matrix: each catalogue bug injected into the reference (rows) against each section (K = caught; "
-        f"{MUTATION_SECTION} = the reference's own checks):"
+        f"\nKill matrix: the chaffs, each catalogue bug in the reference (rows), against each section (K = caught; "
+        f"{MUTATION_SECTION} = the reference's own checks run on that chaff):"
     )
     echo(matrix.render())
     for blind in matrix.blind_spots:

@@ -43,19 +43,6 @@ PLAIN_WORDS: Mapping[Feature, str] = {
     "float_exponent": "int exponents in place of float ones (x ** 2, not x ** 2.0)",
 }
 
-# Catalogue bugs that edit the method a feature needs: with the method missing (or holding
-# that very bug) there is nothing to edit, and the fault is already charged where the
-# feature is measured, so the mutation score does not count it again.
-MUTANT_FEATURES: Mapping[str, Feature] = {
-    "fwd_sub": "sub",
-    "fwd_neg": "neg",
-    "fwd_div": "div",
-    "fwd_radd": "radd",
-    "fwd_rsub": "rsub",
-    "fwd_rmul": "rmul",
-    "fwd_rdiv": "rdiv",
-}
-
 
 def _number(arg: Any) -> bool:
     return isinstance(arg, (int, float)) and not isinstance(arg, bool)

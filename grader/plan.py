@@ -16,16 +16,16 @@ import json
 import random
 import secrets
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sandbox.harness import wire
 from sandbox.harness.mutation.mutate import CATALOGUE
 
+from .engines import engine_texts, wheats
 from .errors import GraderError
 from .features import FEATURES, removable, same_function, without
 from .program import Program, compile_steps, evaluate, relu_inputs
-from .reference_class import correct_class
 from .results import Visibility
 from .rubric import Check, Probe, Rubric
 
@@ -66,7 +66,11 @@ class PlannedProbe:
     shrink: int = 0  # program probes: rounds of counterexample shrinking (0: none)
     keep: tuple[str, ...] = ()  # operations a shrunk program must still have (an fd probe's own)
     hidden: bool = False  # no visible check reads it: nothing it observes is shown before release
-    reference: str = ""  # mutation probes: the correct class the checks must pass on (catching mode)
+    # Mutation probes: ``mutants`` names the grader's engines the student's checks run on,
+    # wheats first; their texts are disguised with ``engine_key`` (the assignment's key) only
+    # when the plan is written for the sandbox. The host alone knows which engine is which.
+    wheats: tuple[str, ...] = ()
+    engine_key: bytes = field(default=b"", repr=False)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"id": self.id, "kind": self.kind}
@@ -79,9 +83,9 @@ class PlannedProbe:
             if self.shrink:
                 out["shrink"] = {"rounds": self.shrink, "keep": list(self.keep)}
         if self.kind == wire.MUTATION:
-            out["mutants"] = list(self.mutants)
-            if self.reference:
-                out["reference"] = self.reference
+            texts = engine_texts(self.mutants, self.engine_key)
+            out["engines"] = [{"id": name, "text": texts[name]} for name in self.mutants]
+            out["wheats"] = list(self.wheats)
         return out
 
 
@@ -157,8 +161,9 @@ def build_plan(rubric: Rubric, *, seed: int, visible_only: bool) -> Plan:
         # The checks' own mutants first, then the rest in an order the key decides: when a
         # grading's budget cannot hold every run, which bugs are tried is the seed's choice.
         _rng(seed, probe.id).shuffle(wanted)
-        mutants = tuple(dict.fromkeys([*named, *wanted]))
-        probes.append(PlannedProbe(probe.id, wire.MUTATION, mutants=mutants, reference=correct_class()))
+        bugs = tuple(dict.fromkeys([*named, *wanted]))
+        ids = tuple(w.id for w in wheats())
+        probes.append(PlannedProbe(probe.id, wire.MUTATION, mutants=(*ids, *bugs), wheats=ids, engine_key=_key(seed)))
     probes += [p for p in expanded if p.kind != wire.MUTATION and p.hidden]
     return Plan(seed=seed, probes=tuple(probes), checks=checks)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from .judge.diagnose import KillMatrix, kill_matrix
+from .judge.diagnose import KillMatrix, kill_matrix, wheat_failures
 from .judge.expected import REFERENCE, compute_expected, math_expected
 from .judge.wording import fmt
 from .pipeline import grade_submission
@@ -24,6 +24,7 @@ class Validation:
     literals_checked: int
     reference_result: SubmissionResult
     matrix: KillMatrix
+    wheats: tuple[tuple[str, str, tuple[str, ...]], ...]  # (id, title, grader's checks it fails)
 
     @property
     def ok(self) -> bool:
@@ -32,7 +33,9 @@ class Validation:
         # Every catalogue bug must apply to the reference and be caught by some section; a
         # mutant no section catches is a blind spot of the rubric.
         matrix_ok = not self.matrix.blind_spots and not self.matrix.not_applicable
-        return not self.literal_errors and full and graded and matrix_ok
+        # Every wheat must be right by the grader's own checks: the student's checks are held to it.
+        wheats_ok = bool(self.wheats) and not any(failing for _, _, failing in self.wheats)
+        return not self.literal_errors and full and graded and matrix_ok and wheats_ok
 
 
 def check_literals(rubric: Rubric) -> tuple[list[str], int]:
@@ -63,8 +66,9 @@ def check_literals(rubric: Rubric) -> tuple[list[str], int]:
 def validate_rubric(rubric: Rubric, *, runner: Runner, seed: int, reference: Path = REFERENCE) -> Validation:
     errors, checked = check_literals(rubric)
     result = grade_submission(reference, student="reference", rubric=rubric, runner=runner, seed=seed)
-    matrix = kill_matrix(rubric, build_plan(rubric, seed=seed, visible_only=False), reference=reference)
-    return Validation(tuple(errors), checked, result, matrix)
+    plan = build_plan(rubric, seed=seed, visible_only=False)
+    matrix = kill_matrix(rubric, plan, reference=reference)
+    return Validation(tuple(errors), checked, result, matrix, wheat_failures(rubric, plan, reference=reference))
 
 
 def seed_warnings(rubric: Rubric) -> list[str]:

@@ -1,175 +1,123 @@
-"""Bug-injection comparers: the student's own checks against their engine and its mutants.
+"""Bug-injection comparers: the student's checks judged on the grader's engines (Step 5).
 
-``checks_pass`` is the validity gate, ``mutant_killed`` one named mutant (Step 5, the
-forced-fail guard), and ``score`` the catalogue's mutation score with the words that explain it.
-
-Every catalogue bug counts, caught or not, applicable or not: ``grader rubric validate``
-proves the grader's own checks detect each one on the reference, so none is a change checks
-of behaviour could not see. Nothing the submission does at run time takes a bug out of the
-count (a file that repairs itself when mutated only turns its catches into misses).
+``checks_pass``: the checks pass on every wheat (a correct engine of the grader's); a check that
+fails on one has a wrong expected value or leans on something the handout's ``Value`` does not
+have. ``mutant_killed``: one named chaff (the Step-5 bug, the forced-fail guard) is caught: the
+checks fail on it while passing on every wheat. ``score``: the share of the catalogue's chaffs
+caught. The student's own engine plays no part: its faults are charged where they are measured.
+Only outcomes are read (``sandbox.harness.mutation.probe``): nothing the checks print decides.
 """
 
 from __future__ import annotations
 
 from sandbox.harness import wire
 
-from ..features import MUTANT_FEATURES
+from ..engines import wheats as wheat_engines
 from ..mutate import BY_ID, CATALOGUE, FAMILIES, FORCED_FAIL, INFO
 from ..results import Comparison
-from .comparers import Context, Verdict, missing_reason
+from .comparers import Context, Verdict, VerdictKind, missing_reason
 from .records import ScriptRun
 
-
-def _failure_words(script: ScriptRun) -> str:
-    where = f" at line {script.line}" if script.line else ""
-    return f"{script.exception or 'failed'}{where}" + (f": {script.message}" if script.message else "")
-
-
-# BlockingIOError: fork() (or a thread) refused at the sandbox's process limit. A fork bomb's
-# processes then print their tracebacks in any order, so where its runs "stop" is noise.
-_EXHAUSTED = (*wire.SANDBOX_STOPS, "MemoryError", "RecursionError", "BlockingIOError")
+RUN = "python autograd_lab.py"
+ON_WHEATS = f"{RUN} with the grader's correct engines in place of your class"
+NOT_COUNTED = "not counted: your checks must first pass on every one of the grader's correct engines"
 
 
-def _fail_on_a_wrong_engine(ctx: Context) -> bool:
-    """The checks fail on the file as submitted, and a check worth points finds the engine wrong.
-    A run that ran out of something (output, processes, memory, stack) judged nothing."""
-    clean = ctx.report.script(wire.CLEAN)
-    return (
-        clean is not None
-        and clean.outcome == wire.FAILED
-        and clean.exception not in _EXHAUSTED
-        and bool(ctx.engine_faults)
-    )
+def _title(wheat_id: str) -> str:
+    return next((w.title for w in wheat_engines() if w.id == wheat_id), "one of the grader's correct engines")
 
 
-def catching(ctx: Context) -> bool:
-    """The checks caught a real bug: they fail on the student's wrong engine and pass with the
-    grader's correct class in place of it. Injected bugs then count where the checks stop
-    somewhere else. Checks that fail on a correct engine too (that always raise, say at a line
-    drawn from the values) would stop somewhere else on every mutant: they earn nothing."""
-    gate = ctx.report.script(wire.REFERENCE)
-    return _fail_on_a_wrong_engine(ctx) and gate is not None and gate.outcome == wire.PASSED
+def _where(script: ScriptRun) -> str:
+    if not script.stop:
+        return ""
+    _, _, lines = script.stop.partition(":")
+    return f" (your checks stopped at line {lines.replace(',', ', ')})" if lines else ""
 
 
-def _faults(ctx: Context, *, wrong_values: bool = False) -> str:
-    titles = [f.title for f in ctx.engine_faults if f.wrong_values or not wrong_values]
-    shown = "; ".join(titles[:3])
-    return shown + (f" and {len(titles) - 3} more" if len(titles) > 3 else "")
+def _how(script: ScriptRun | None) -> str:
+    """A run's outcome in words: never its output, which could carry an engine's code."""
+    if script is None:
+        return "not reported"
+    if script.outcome == wire.FAILED and script.exception in wire.SANDBOX_STOPS:
+        return f"stopped by the sandbox: {script.message}"
+    return {
+        wire.PASSED: "runs clean",
+        wire.FAILED: "failed" + _where(script),
+        wire.CRASHED: f"crashed ({script.message})",
+        wire.TIMEOUT: f"did not finish within {script.limit:g} s",
+        wire.NOT_RUN: f"not run: {script.message}",
+        wire.NOT_APPLICABLE: f"not run: {script.reason}",
+    }.get(script.outcome, script.outcome)
 
 
-def _stops_elsewhere(ctx: Context, script: ScriptRun) -> bool:
-    """In catching mode: did this run stop somewhere the unmodified file's run did not?"""
-    clean = ctx.report.script(wire.CLEAN)
+def wheats_pass(ctx: Context) -> bool:
+    """Every wheat ran, and the checks passed on it: only then can a failure mean a catch."""
+    runs = [ctx.report.script(w) for w in ctx.probe.wheats]
+    return bool(runs) and all(r is not None and r.outcome == wire.PASSED for r in runs)
+
+
+def _caught(script: ScriptRun) -> bool:
+    """A chaff run that failed because of what the checks found; a sandbox stop (output, processes)
+    found nothing."""
     if script.outcome == wire.CRASHED:
         return True
-    return bool(clean and script.stop and script.stop != clean.stop)
+    return script.outcome == wire.FAILED and script.exception not in wire.SANDBOX_STOPS
 
 
 def _unreported(ctx: Context) -> Verdict:
-    clean = ctx.report.script(wire.CLEAN)
-    if clean is not None and clean.outcome != wire.PASSED and not catching(ctx):
-        return Verdict(False, problem="not run: your own checks must pass on your engine first", kind="not_run")
     reason = missing_reason(ctx, 0)
     if reason.kind == "error" and ctx.report.end and ctx.report.end.status == wire.OK:
         reason = Verdict(False, problem="not run: the grading time budget ran out", kind="not_run")
     return reason
 
 
+def _own_engine_note(ctx: Context) -> str:
+    clean = ctx.report.script(wire.CLEAN)
+    if clean is None or clean.outcome == wire.PASSED:
+        return ""
+    return (
+        f" On your own engine they {_how(clean)}: whatever they found there is charged by the grader's checks "
+        "that measure it, not here."
+    )
+
+
 def checks_pass(ctx: Context, index: int) -> Verdict:
-    script = ctx.report.script(wire.CLEAN)
-    if script is None:
-        return missing_reason(ctx, 0)
-    outcome = script.outcome
-    same = ctx.report.script(wire.EQUIVALENT)
-    if same is not None and same.outcome == wire.NOT_RUN and outcome in (wire.PASSED, wire.FAILED):
-        # Fail closed: without the copies nothing shows the checks test behaviour, not text.
-        return Verdict(
-            False,
-            problem="not run: the grading's time budget could not hold the behaviour-identical copies of your "
-            "file that your checks must also pass on (are your checks slow?)",
-            kind="not_run",
-        )
-    if catching(ctx) and same is not None and same.outcome != wire.NOT_APPLICABLE:
-        if same.outcome != wire.FAILED or same.stop != script.stop:
-            got = _failure_words(same) if same.outcome == wire.FAILED else same.message or same.outcome
-            return Verdict(
-                False,
-                [Comparison("python autograd_lab.py on a behaviour-identical copy", "stops as the file", got, False)],
-                problem="Your checks stop at one place on your file and elsewhere on a copy that computes exactly the "
-                "same things (one harmless assignment added at the start of each method): they check the code's "
-                "text, not what it computes, so they cannot earn bug-injection credit.",
-            )
-    if outcome == wire.PASSED and same is not None and same.outcome not in (wire.PASSED, wire.NOT_APPLICABLE):
-        got = _failure_words(same) if same.outcome == wire.FAILED else same.message or same.outcome
-        return Verdict(
-            False,
-            [Comparison("python autograd_lab.py on a behaviour-identical copy", "runs clean", f"failed: {got}", False)],
-            problem="Your checks pass on your file but fail on a copy that computes exactly the same things (one "
-            "harmless assignment added at the start of each method): they check the code's text, not what it "
-            "computes, so they cannot earn bug-injection credit.",
-        )
-    if outcome == wire.PASSED:
-        # Wrong numbers only: an operation that is missing is the API's fault, not a blind spot.
-        blind = (
-            f"Your checks pass on your engine, but the grader finds wrong values ({_faults(ctx, wrong_values=True)}): "
-            "they are blind to that bug. Add a check that fails on it (see those checks' hints)."
-            if any(f.wrong_values for f in ctx.engine_faults)
-            else ""
-        )
-        return Verdict(True, [Comparison("python autograd_lab.py", "runs clean", "runs clean", True)], note=blind)
-    if outcome == wire.TIMEOUT:
-        return Verdict(False, problem="your checks did not finish within the time limit", kind="timeout")
-    if outcome == wire.NOT_RUN:
-        return Verdict(
-            False, problem="not run: the grading time budget ran out before your own checks could run", kind="not_run"
-        )
-    got = _failure_words(script) if outcome == wire.FAILED else script.message or outcome
-    if catching(ctx):
+    if not ctx.probe.wheats:
+        return Verdict(False, problem="the rubric names no correct engine to run your checks on", kind="error")
+    runs = {w: ctx.report.script(w) for w in ctx.probe.wheats}
+    if all(r is None for r in runs.values()):
+        return _unreported(ctx)
+    count = len(runs)
+    bad = [(w, r) for w, r in runs.items() if r is None or r.outcome != wire.PASSED]
+    if not bad:
+        shown = Comparison(ON_WHEATS, f"runs clean on all {count}", f"runs clean on all {count}", True)
         return Verdict(
             True,
-            [
-                Comparison(
-                    "python autograd_lab.py on an engine the grader finds wrong", "fails", f"failed: {got}", True
-                ),
-                Comparison(
-                    "python autograd_lab.py with the grader's correct class in place of yours",
-                    "runs clean",
-                    "runs clean",
-                    True,
-                ),
-            ],
-            note=f"Your checks fail on your engine ({got}), and the grader finds it wrong too ({_faults(ctx)}), "
-            "while they pass with a correct engine: they caught a real bug. Injected bugs count where they make "
-            "your checks stop somewhere else.",
+            [shown],
+            note=f"Your checks pass on all {count} of the grader's correct engines." + _own_engine_note(ctx),
         )
-    if _fail_on_a_wrong_engine(ctx):
-        gate = ctx.report.script(wire.REFERENCE)
-        # Never its message or line: that run held the grader's class, whose text is not for students.
-        seen = {wire.FAILED: "failed", wire.CRASHED: "crashed", wire.TIMEOUT: "did not finish"}.get(
-            gate.outcome if gate else "", "could not be run"
+    wheat, script = bad[0]
+    how = _how(script)
+    comparisons = [Comparison(f"{RUN} on {_title(w)}", "runs clean", _how(r), False) for w, r in bad]
+    if script is not None and script.outcome == wire.NOT_RUN:
+        return Verdict(
+            False, comparisons, problem=f"Your checks could not be run on every correct engine: {how}.", kind="not_run"
         )
+    if script is not None and script.outcome == wire.NOT_APPLICABLE:
         return Verdict(
             False,
-            [
-                Comparison("python autograd_lab.py", "runs clean", f"failed: {got}", False),
-                Comparison(
-                    "python autograd_lab.py with the grader's correct class in place of yours",
-                    "runs clean",
-                    seen,
-                    False,
-                ),
-            ],
-            problem=f"Your checks fail on your engine, which the grader finds wrong too ({_faults(ctx)}), but they do "
-            "not pass with the grader's own correct class in place of yours either, so nothing shows they tell a "
-            "right engine from a wrong one: no bug-injection credit. Checks that use only what the handout's Value "
-            "has, and assert the right values, pass there.",
+            comparisons,
+            problem=f"The grader's engines could not be put in place of your class: {script.reason}.",
+            kind="not_run",
         )
-    return Verdict(
-        False,
-        [Comparison("python autograd_lab.py", "runs clean", f"failed: {got}", False)],
-        problem="Your checks fail on your own engine, but every check of the grader finds it right, so no bug "
-        "they report can be trusted: the bug-injection credit needs them to pass on a right engine.",
+    problem = (
+        f"Your checks do not pass on {_title(wheat)}, a correct engine of the grader's: {how}. "
+        "A check that fails on a correct engine asserts a wrong value, or uses something the handout's Value "
+        "does not have (a helper, an attribute or a method of your own class): check what that line expects. "
+        "Until your checks pass on every correct engine, no bug they report can be counted."
     )
+    kind: VerdictKind = "timeout" if script is not None and script.outcome == wire.TIMEOUT else "failed"
+    return Verdict(False, comparisons, problem=problem + _own_engine_note(ctx), kind=kind)
 
 
 def mutant_killed(ctx: Context, index: int) -> Verdict:
@@ -177,113 +125,73 @@ def mutant_killed(ctx: Context, index: int) -> Verdict:
     script = ctx.report.script(name)
     if script is None:
         return _unreported(ctx)
+    if not wheats_pass(ctx):
+        return Verdict(False, problem=NOT_COUNTED, kind="not_run")
     summary = BY_ID[name].summary
-    lines = ", ".join(str(n) for n in script.lines)
-    # The forced-fail mutant edits every method; listing them all says nothing.
-    edited = f" (line(s) {lines})" if lines and name != FORCED_FAIL else ""
-    quantity = "python autograd_lab.py with the bug in place"
+    quantity = f"{RUN} on the grader's engine with the bug"
     outcome = script.outcome
     if outcome == wire.NOT_APPLICABLE:
-        return Verdict(False, problem=f"The edit ({summary}) could not be applied: {script.reason}.", kind="not_run")
-    if outcome in (wire.FAILED, wire.CRASHED):
-        got = _failure_words(script) if outcome == wire.FAILED else script.message
-        if catching(ctx) and not _stops_elsewhere(ctx, script):
-            return Verdict(
-                False,
-                [Comparison(quantity, "stops elsewhere than on your engine", f"failed ({got}), as before", False)],
-                problem=f"With {summary}{edited}, your checks stop where they already stop on your engine, so "
-                "whether they catch it cannot be told until the bug they found is fixed.",
-                kind="not_run",
-            )
-        return Verdict(True, [Comparison(quantity, "fails", f"failed ({got})", True)], problem=f"{summary}{edited}")
+        return Verdict(
+            False,
+            problem=f"The grader's engine could not be put in place of your class: {script.reason}.",
+            kind="not_run",
+        )
+    if _caught(script):
+        return Verdict(True, [Comparison(quantity, "fails", _how(script), True)], problem=summary)
     if outcome == wire.TIMEOUT:
         return Verdict(
             False,
             [Comparison(quantity, "fails", "did not finish", False)],
-            problem=f"With {summary}{edited}, your checks ran past {script.limit:g} s: "
-            "a timeout is not counted as catching the bug.",
+            problem=f"With {summary}, your checks ran past {script.limit:g} s: a timeout is not counted as a catch.",
             kind="timeout",
         )
     if outcome == wire.NOT_RUN:
-        return Verdict(False, problem="not run: the grading time budget ran out", kind="not_run")
+        return Verdict(False, problem=f"not run: {script.message or 'the grading time budget ran out'}", kind="not_run")
     if name == FORCED_FAIL:
         problem = (
-            "Even with every method of your class raising an error, `python autograd_lab.py` passes: "
-            "your checks never exercise this engine, so they cannot catch any bug in it."
+            f"Even on an engine whose every method raises an error, `{RUN}` passes: your checks never exercise "
+            "the Value class, so they cannot catch any bug in it."
         )
     else:
-        problem = f"With {summary}{edited}, `python autograd_lab.py` still passes."
-    return Verdict(False, [Comparison(quantity, "fails", "passed", False)], problem=problem)
+        problem = f"With {summary}, `{RUN}` still passes: {_how(script)}."
+    return Verdict(False, [Comparison(quantity, "fails", _how(script), False)], problem=problem)
 
 
 def score(ctx: Context) -> tuple[list[Verdict], list[str]]:
-    """Verdicts (one per counted mutant) and the lines explaining the score."""
+    """Verdicts (one per counted chaff) and the lines explaining the score."""
     mutants = ctx.report.mutants
-    clean = ctx.report.script(wire.CLEAN)
-    if not mutants or clean is None or (clean.outcome != wire.PASSED and not catching(ctx)):
+    planned = [op.id for op in CATALOGUE if op.id in ctx.probe.mutants]
+    if not planned or not any(name in mutants for name in planned):
         return [_unreported(ctx)], []
+    if not wheats_pass(ctx):
+        return [Verdict(False, problem=NOT_COUNTED, kind="not_run")], []
     killed: list[str] = []
     survived: list[str] = []
     timeouts: list[str] = []
-    absent: list[str] = []
-    excused: list[str] = []
     skipped: list[str] = []  # the grading time budget ran out before these ran
-    unclear: list[str] = []  # catching mode: the checks stopped where they stop on the file itself
-    for op in CATALOGUE:
-        record = mutants.get(op.id)
-        if record is None or record.script is None:
-            continue
-        outcome = record.script.outcome
-        if outcome == wire.NOT_APPLICABLE and MUTANT_FEATURES.get(op.id) in ctx.charged_features:
-            excused.append(op.id)  # the method it edits is missing, and charged where that is measured
-        elif outcome == wire.NOT_APPLICABLE:
-            absent.append(op.id)
-        elif outcome == wire.NOT_RUN:
-            skipped.append(op.id)
-        elif outcome == wire.TIMEOUT:
-            timeouts.append(op.id)
-        elif outcome in (wire.FAILED, wire.CRASHED):
-            if catching(ctx) and not _stops_elsewhere(ctx, record.script):
-                unclear.append(op.id)
-            else:
-                killed.append(op.id)
+    for op_id in planned:
+        record = mutants.get(op_id)
+        script = record.script if record else None
+        if script is None or script.outcome in (wire.NOT_RUN, wire.NOT_APPLICABLE):
+            skipped.append(op_id)
+        elif _caught(script):
+            killed.append(op_id)
+        elif script.outcome == wire.TIMEOUT:
+            timeouts.append(op_id)
         else:
-            survived.append(op.id)
-    # No evidence of a catch is no catch: counting these out would score better than the same
-    # checks on a right engine, where most of them would simply pass. A bug with no target in
-    # the file counts as not caught too: otherwise writing the engine so that fewer bugs apply
-    # would raise the share caught.
-    if not killed + survived + unclear:
-        why = "none of the catalogue's bugs applies to your code"
-        if skipped:
-            why = "the grading time budget ran out before the injected bugs could be tried"
-        elif timeouts:
-            why = "every injected bug the grader detects made your checks run past the time limit"
-        return [Verdict(False, problem=f"No mutation score: {why}.", kind="not_run")], []
-    verdicts = [Verdict(True) for _ in killed] + [Verdict(False) for _ in survived + unclear + absent]
-    notes = _score_notes(killed, survived + unclear, timeouts, skipped, absent)
-    if excused:
-        notes.append(
-            f"{len(excused)} edit(s) had no target in an operation that is missing or already wrong, which the "
-            "checks that measure it already charge: not counted here."
-        )
-    if unclear:
-        notes.append(
-            f"{len(unclear)} of the bugs not caught made your checks stop where they already stop on your engine: "
-            "nothing shows they would catch them. Fix the bug your checks found, and they can be told apart."
-        )
+            survived.append(op_id)
+    # A bug not tried (the budget ran out) or that made the checks hang is not caught: no
+    # evidence of a catch is no catch.
+    verdicts = [Verdict(True) for _ in killed] + [Verdict(False) for _ in survived + timeouts + skipped]
+    if not verdicts:
+        return [Verdict(False, problem="No mutation score: no catalogue bug applies.", kind="not_run")], []
+    notes = _score_notes(killed, survived, timeouts, skipped)
     return verdicts, notes
 
 
-def _score_notes(
-    killed: list[str],
-    survived: list[str],
-    timeouts: list[str],
-    skipped: list[str],
-    absent: list[str],
-) -> list[str]:
-    counted = len(killed) + len(survived) + len(absent)
-    notes = [f"Your checks caught {len(killed)} of the {counted} catalogue bugs that the grader's checks detect."]
+def _score_notes(killed: list[str], survived: list[str], timeouts: list[str], skipped: list[str]) -> list[str]:
+    counted = len(killed) + len(survived) + len(timeouts) + len(skipped)
+    notes = [f"Your checks caught {len(killed)} of the {counted} catalogue bugs, each on the grader's own engine."]
     families: dict[str, list[str]] = {}
     for op_id in survived:
         families.setdefault(BY_ID[op_id].family, []).append(op_id)
@@ -294,15 +202,10 @@ def _score_notes(
         )
     if timeouts:
         notes.append(
-            f"{len(timeouts)} bug(s) made your checks run past the time limit; a timeout is not a catch and they "
-            "were not counted: " + "; ".join(BY_ID[i].summary for i in timeouts) + "."
+            f"{len(timeouts)} bug(s) made your checks run past the time limit; a timeout is not a catch: "
+            + "; ".join(BY_ID[i].summary for i in timeouts)
+            + "."
         )
     if skipped:
         notes.append(f"{len(skipped)} bug(s) were not tried: the grading time budget ran out (slow checks?).")
-    if absent:
-        notes.append(
-            f"{len(absent)} edit(s) had no target in your code (written differently, or the operation is missing) "
-            "and count as not caught: the score is out of the whole catalogue, so no way of writing the engine "
-            "can raise it by leaving bugs nowhere to go."
-        )
     return notes

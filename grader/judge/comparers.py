@@ -38,12 +38,6 @@ class Verdict:
 
 
 @dataclass(frozen=True)
-class EngineFault:
-    title: str  # the check that found it
-    wrong_values: bool  # a wrong number (rather than an error or a time-out)
-
-
-@dataclass(frozen=True)
 class Context:
     """One check, its probe as planned, what the probe reported, and what is expected."""
 
@@ -54,12 +48,6 @@ class Context:
     tolerance: Tolerance
     load: LoadRecord | None
     class_name: str
-    # The checks that find the engine wrong (values or backward order), known when the
-    # student's own checks are judged: the truth their checks are a detector of.
-    engine_faults: tuple[EngineFault, ...] = ()
-    # Features (grader/features.py) whose measuring checks fail, known when the student's own
-    # checks are judged: a catalogue bug that would edit a missing method is not counted.
-    charged_features: frozenset[str] = frozenset()
 
 
 Comparer = Callable[[Context, int], Verdict]

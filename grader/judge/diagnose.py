@@ -22,6 +22,7 @@ from pathlib import Path
 from sandbox.harness import syntax, wire
 from sandbox.harness.probes import programs as executors
 
+from ..engines import ENGINE, wheats
 from ..mutate import CATALOGUE, FAMILIES, INFO, mutate
 from ..plan import Plan, PlannedProbe
 from ..program import describe
@@ -141,6 +142,24 @@ def _observe_mutants(rubric: Rubric, plan: Plan, reference: Path) -> tuple[Mutan
             )
         )
     return tuple(runs)
+
+
+def wheat_failures(
+    rubric: Rubric, plan: Plan, *, reference: Path = REFERENCE
+) -> tuple[tuple[str, str, tuple[str, ...]], ...]:
+    """Each wheat (a correct engine the student's checks run on) graded by the grader's own
+    checks on the host: (id, title, the checks it fails). A wheat that fails one is no wheat."""
+    expected = compute_expected(plan, class_name=rubric.class_name, reference=reference)
+    graded = Plan(plan.seed, plan.probes, tuple(c for c in plan.checks if c.section != MUTATION_SECTION))
+    rows = []
+    for wheat in wheats(reference):
+        module = types.ModuleType(f"grader_wheat_{wheat.id.replace('.', '_')}")
+        exec(compile(wheat.text, f"<{wheat.id}>", "exec"), module.__dict__)
+        engine = getattr(module, ENGINE)
+        report = observe(engine, graded, numbered=engine.__hash__ is object.__hash__)
+        failing = tuple(c.check_id for c in judge(rubric, graded, expected, report) if not c.passed)
+        rows.append((wheat.id, wheat.title, failing))
+    return tuple(rows)
 
 
 # --- the kill matrix ------------------------------------------------------------------------------------

@@ -20,10 +20,10 @@ from sandbox.harness import wire
 from sandbox.harness.probes import programs as executors
 from sandbox.harness.probes import stable_hash
 
+from ..engines import REFERENCE as REFERENCE_FILE
 from ..errors import GraderError
 from ..plan import Plan
 from ..program import Program, math_expectation
-from ..reference_class import REFERENCE as REFERENCE_FILE
 from .parse import observations
 from .records import ErrorInfo, LoadRecord, Observations, ProbeEnd, ProbeRecords, ProgramError, SandboxReport
 

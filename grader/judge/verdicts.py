@@ -15,7 +15,7 @@ from ..program import describe
 from ..results import CheckResult, Comparison, FdRow, Outcome, Visibility
 from ..rubric import MUTATION_COMPARES, Check, Compare, Rubric
 from . import bug_injection, comparers
-from .comparers import Comparer, Context, EngineFault, Verdict, VerdictKind, nontrivial
+from .comparers import Comparer, Context, Verdict, VerdictKind, nontrivial
 from .expected import Expected
 from .illustrations import FIGURE_COMPARES, fd_rows
 from .records import SandboxReport
@@ -30,7 +30,6 @@ COMPARERS: dict[Compare, Comparer] = {
     "mutant_killed": bug_injection.mutant_killed,
 }
 # Compares whose failure says the engine computes something wrong.
-ENGINE_COMPARES: tuple[Compare, ...] = ("values", "schedule")
 # Compares that judge the submission once, not once per program instance.
 SINGLE: tuple[Compare, ...] = ("api", "engine", "checks_pass", "mutant_killed", "mutation_score")
 
@@ -38,7 +37,8 @@ SINGLE: tuple[Compare, ...] = ("api", "engine", "checks_pass", "mutant_killed", 
 def judge(rubric: Rubric, plan: Plan, expected: Expected, report: SandboxReport) -> list[CheckResult]:
     results: dict[str, CheckResult] = {}
     for check in _judging_order(plan.checks):
-        probe = plan.probe(probe_for(check, results))
+        # A file that did not load built nothing, on any form: each check stays on its own probe.
+        probe = plan.probe(probe_for(check, results) if report.loaded else check.probe)
         ctx = Context(
             check,
             probe,
@@ -47,8 +47,6 @@ def judge(rubric: Rubric, plan: Plan, expected: Expected, report: SandboxReport)
             rubric.tolerances[check.tolerance],
             report.load,
             rubric.class_name,
-            _engine_faults(rubric, results) if check.compare in MUTATION_COMPARES else (),
-            _charged(rubric, results) if check.compare in MUTATION_COMPARES else frozenset(),
         )
         blocked = [r for r in check.requires if r in results and not results[r].passed]
         notes: list[str] = []
@@ -75,7 +73,8 @@ def judge(rubric: Rubric, plan: Plan, expected: Expected, report: SandboxReport)
                 twin_probe = plan.probe(probe_for(twin_check, results))
                 twin = replace(ctx, probe=twin_probe, report=report.probe(twin_probe.id))
             results[check.id] = _vouched(check, results[check.id], twin)
-    _say_once(rubric, plan, results)
+    if report.loaded:
+        _say_once(rubric, plan, results)
     return [results[c.id] for c in plan.checks]
 
 
@@ -106,30 +105,6 @@ def _say_once(rubric: Rubric, plan: Plan, results: dict[str, CheckResult]) -> No
         )
         result = results[owner]
         results[owner] = replace(result, notes=(*result.notes, note))
-
-
-def _charged(rubric: Rubric, results: dict[str, CheckResult]) -> frozenset[str]:
-    """Features some check that measures them fails, as judged so far (a check worth points:
-    a 0-point twin could fail on purpose)."""
-    return frozenset(
-        feature
-        for feature, measuring in rubric.features.items()
-        if any(m in results and not results[m].passed and rubric.check(m).points > 0 for m in measuring)
-    )
-
-
-def _engine_faults(rubric: Rubric, results: dict[str, CheckResult]) -> tuple[EngineFault, ...]:
-    """The checks worth points that find the engine's values or backward order wrong, as judged
-    so far. A 0-point check (a hidden twin that only vouches) never opens catching mode: a file
-    could be wrong there on purpose, to have its checks' failures counted as catches."""
-    failing = (Outcome.FAILED, Outcome.PARTIAL, Outcome.ERROR, Outcome.TIMEOUT)
-    return tuple(
-        EngineFault(r.title, r.outcome in (Outcome.FAILED, Outcome.PARTIAL))
-        for r in results.values()
-        if rubric.check(r.check_id).compare in ENGINE_COMPARES
-        and rubric.check(r.check_id).points > 0
-        and r.outcome in failing
-    )
 
 
 def _judging_order(checks: tuple[Check, ...]) -> list[Check]:

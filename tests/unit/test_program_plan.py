@@ -271,12 +271,16 @@ def test_plan_header(rubric) -> None:
     assert {p["id"] for p in body["probes"] if p.get("hidden")} == {p["id"] for p in body["probes"]} - shown - {
         "mutation"
     }
-    # The mutation probe names the Step-5 and forced-fail mutants first, then the rest of the
-    # catalogue. It carries no program: student code on a mutant never sees an input.
+    # The mutation probe carries the grader's engines: every wheat, then the Step-5 and
+    # forced-fail chaffs, then the rest of the catalogue. It carries no program: student code on
+    # an engine never sees an input.
     mutation = next(p for p in body["probes"] if p["kind"] == "mutation")
     assert (mutation["id"], mutation["kind"]) == ("mutation", "mutation")
-    assert mutation["mutants"][:2] == ["acc_mul", "forced_fail"]
-    assert sorted(mutation["mutants"][2:]) == sorted(op.id for op in CATALOGUE if op.id != "acc_mul")
+    ids = [e["id"] for e in mutation["engines"]]
+    assert ids[: len(mutation["wheats"])] == mutation["wheats"] and len(mutation["wheats"]) >= 4
+    chaff_ids = ids[len(mutation["wheats"]) :]
+    assert chaff_ids[:2] == ["acc_mul", "forced_fail"]
+    assert sorted(chaff_ids[2:]) == sorted(op.id for op in CATALOGUE if op.id != "acc_mul")
     assert "programs" not in mutation and "oracle" not in mutation
 
 
@@ -284,7 +288,8 @@ def test_the_order_of_the_catalogue_bugs_is_the_keys(rubric) -> None:
     # When a grading's budget cannot hold every run, the first bugs of this order are tried:
     # the same for every grading under one key, and another key draws another order.
     def order(seed: int) -> list[str]:
-        return list(build_plan(rubric, seed=seed, visible_only=False).probe("mutation").mutants)
+        probe = build_plan(rubric, seed=seed, visible_only=False).probe("mutation")
+        return [m for m in probe.mutants if m not in probe.wheats]
 
     assert order(2**127 + 5) == order(2**127 + 5)
     assert order(2**127 + 5)[2:] != order(2**127 + 6)[2:]

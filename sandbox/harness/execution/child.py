@@ -324,13 +324,17 @@ def _quietly(call: Callable[..., object], *args: Any) -> None:
 def _run_script(task: dict[str, Any], write: Write, record_fd: int) -> NoReturn:
     """``python autograd_lab.py`` in this process: the file is written to the scratch folder and
     runs as ``__main__``; the exit status follows the interpreter's rules. The record pipe says
-    only that student code is about to run, then closes: nothing may speak for the grader."""
+    only that student code is about to run, then closes: nothing may speak for the grader.
+    With one of the grader's engines in place of the student's class (``disk``: the file as
+    submitted), the scratch folder holds the student's own text: no engine's source is on disk
+    for the checks to read back."""
     name = task["filename"]
     status = 1
     try:
         with open(name, "w", encoding="utf-8") as handle:
-            handle.write(task["text"])
+            handle.write(task.get("disk", task["text"]))
         loader.install_stand_ins(task.get("stand_ins", []))
+        loader.forget_compiled()
         write({"t": wire.STARTED})
         os.close(record_fd)
         code = compile(task["text"], name, "exec")
