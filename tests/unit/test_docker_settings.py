@@ -211,7 +211,7 @@ def test_container_is_created_with_exactly_the_trust_boundary_settings() -> None
         "network_disabled": True,
         "network_mode": "none",
         "read_only": True,
-        "tmpfs": {"/tmp": "rw,noexec,nosuid,nodev,size=16m,mode=1777"},
+        "tmpfs": {"/tmp": "rw,noexec,nosuid,nodev,size=16m,nr_inodes=1024,mode=1777"},
         "mounts": [Mount(target="/sandbox", source=volume, type="volume", read_only=False)],
         "working_dir": "/sandbox",
         "mem_limit": "512m",

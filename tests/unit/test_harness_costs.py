@@ -1,6 +1,7 @@
 """What keeps a child cheap without changing what it observes: the submission compiled once
 in the fork server, no cleanup child for a run that left nothing, and mutants written back by
-comparing only the statements their edit touched."""
+comparing only the statements their edit touched; and what a run leaves behind, removed however
+it is nested and charged to the grading."""
 
 from __future__ import annotations
 
@@ -64,6 +65,72 @@ def test_a_run_that_left_no_file_needs_no_cleanup_child(tmp_path: Path) -> None:
     (tmp_path / "left.txt").write_text("x")
     assert runs._nothing_left(str(tmp_path), os.getuid()) is False
     assert runs._nothing_left(str(tmp_path / "gone"), os.getuid()) is False  # unreadable: the child looks
+
+
+def test_what_a_run_left_is_removed_however_deep(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    scratch, outside = tmp_path / "scratch", tmp_path / "outside"
+    scratch.mkdir()
+    outside.mkdir()
+    (outside / "kept").write_text("x")
+    monkeypatch.chdir(scratch)
+    for index in range(3000):
+        os.mkdir(f"d{index}")  # empty: removed at once
+    (scratch / "link").symlink_to(outside)  # removed, never followed
+    locked = scratch / "locked"
+    (locked / "sub").mkdir(parents=True)
+    (locked / "file").write_text("x")
+    locked.chmod(0)  # its owner opens it first
+    # Deeper than the recursion limit, and a path longer than PATH_MAX.
+    for _ in range(1200):
+        os.mkdir("nested")
+        os.chdir("nested")
+    Path("bottom").write_text("x")
+    os.chdir(tmp_path)
+    child._empty(str(scratch))
+    assert os.listdir(scratch) == []
+    assert (outside / "kept").read_text() == "x"
+
+
+class _CleanedByAChild(runs.Identity):
+    """This user, with a cleanup child after every run that left something, as in the sandbox
+    (where it runs as the student uid, the only one that may remove what that uid made)."""
+
+    @property
+    def drops(self) -> bool:
+        return True
+
+
+class _Spy:
+    """What ``Runs._clean`` charged, for each scratch folder it emptied."""
+
+    def __init__(self, clean: Any) -> None:
+        self.clean = clean
+        self.charged: list[tuple[str, float]] = []
+
+    def __call__(self, scratch: str) -> float:
+        seconds: float = self.clean(scratch)
+        self.charged.append((scratch, seconds))
+        return seconds
+
+
+def test_the_cleanup_of_what_a_run_left_is_charged_to_the_grading() -> None:
+    zygote = Zygote.start(child.main, None, loader.precompile)
+    try:
+        budget = Budget(3600.0, wall_seconds=3600.0)
+        run = runs.Runs(zygote, runs.Identity(None, None), budget=budget, memory_bytes=1 << 31, output_bytes=1 << 20)
+        run.who = _CleanedByAChild(None, None)  # after Runs made its scratch root (as root, it would lock /tmp)
+        spy = _Spy(run._clean)
+        run._clean = spy  # type: ignore[method-assign]
+        mess = "import os\nfor _i in range(2000):\n    os.mkdir(f'd{_i}')\nos.makedirs('a/' * 100 + 'b')"
+        _, summary = run.run(_load_task(mess), child_records.LoadRecords(), timeout=20.0, progress_resets=False)
+        run.close()
+    finally:
+        zygote.close()
+    assert summary["status"] == "ok"
+    [(scratch, cleanup)] = spy.charged
+    assert not os.path.exists(scratch)
+    assert cleanup > 0  # a child of its own ran, and the grading paid for it ...
+    assert budget.children == pytest.approx(summary["elapsed"] + cleanup, abs=2e-3)  # ... on top of the run
 
 
 def _ipc_objects_of_mine() -> bool:

@@ -268,19 +268,64 @@ def _task_cleanup(task: dict[str, Any], write: Write) -> None:
 
 
 def _empty(folder: str) -> None:
-    """Remove everything inside ``folder``; as their owner, open every folder (chmod) before
-    listing it, so that no unlistable folder keeps files (or a count of inodes) for a later run."""
+    """Remove everything inside ``folder``, as the owner of what is in it. A loop, not recursion,
+    entering each folder by name from its parent: no depth of nesting (past the recursion limit,
+    past PATH_MAX) keeps files or a count of inodes for a later run. An empty folder is removed
+    at once (one call: a run may leave thousands); any other is opened (chmod) before it is
+    listed, so no unlistable folder keeps its files."""
     try:
-        entries = list(os.scandir(folder))
+        os.chdir(folder)
+        stack = [("", _listing())]  # (name in its parent, entries still to remove)
     except OSError:
         return
-    for entry in entries:
-        if entry.is_dir(follow_symlinks=False):
-            _quietly(os.chmod, entry.path, 0o700)
-            _empty(entry.path)
-            _quietly(os.rmdir, entry.path)
-        else:
-            _quietly(os.unlink, entry.path)
+    while stack:
+        name, left = stack[-1]
+        if left:
+            entry, is_dir = left.pop()
+            if not is_dir:
+                _quietly(os.unlink, entry)
+            elif not _removed(entry) and _entered(entry):
+                try:
+                    stack.append((entry, _listing()))
+                except OSError:
+                    stack.append((entry, []))  # cannot be listed: left as it is
+            continue
+        stack.pop()
+        if stack:  # back in its parent, where it can now be removed
+            try:
+                os.chdir("..")
+            except OSError:
+                return
+            _quietly(os.rmdir, name)
+
+
+def _listing() -> list[tuple[str, bool]]:
+    with os.scandir(".") as entries:
+        return [(entry.name, entry.is_dir(follow_symlinks=False)) for entry in entries]
+
+
+def _removed(name: str) -> bool:
+    try:
+        os.rmdir(name)
+    except OSError:
+        return False
+    return True
+
+
+def _entered(name: str) -> bool:
+    """Into folder ``name`` (never through a symlink)."""
+    _quietly(os.chmod, name, 0o700)
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError:
+        return False
+    try:
+        os.fchdir(fd)
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    return True
 
 
 def _remove_ipc_objects() -> None:

@@ -3,7 +3,8 @@
 ``Runs.run`` gives a child its task, watches its record pipe and its output, enforces the time
 limit (only well-formed records of this child extend it), stops it when it breaks the record
 schema, floods output or outlives the grading's budget, kills whatever it left behind, and
-empties its scratch folder. Everything it returns was checked against the child's record schema.
+empties its scratch folder (charged, like the run). Everything it returns was checked against
+the child's record schema.
 Every limit is in charged seconds (``clock``): CPU time, or time spent waiting on anything but
 a core, so a busy machine never makes a run time out (and a run stopped by time off the CPU,
 which the machine may have caused, runs once more before it counts).
@@ -40,6 +41,7 @@ LINGER_SECONDS = 0.25  # after a child exits, how long a process it left may hol
 POLL_SECONDS = 0.05  # how often a running child's charged time is read
 WAIT_RETRIES = 1  # runs stopped by time off the CPU run once more (see Runs.run)
 WAITED_SHARE = 0.75  # CPU time under this share of a limit reached: time off the CPU decided
+CLEANUP_SECONDS = 5.0  # charged; emptying the most a run can leave (the tmpfs's inodes) takes far less
 
 
 class Schema(Protocol):
@@ -134,7 +136,9 @@ class Runs:
             raise
         finally:
             lingering = self.reap()
-            self._clean(scratch)
+            # Removing what the run left is the run's own cost, never free: charged to the budget
+            # even for an attempt set aside. The tmpfs's inode count bounds what there can be.
+            self.budget.charge(self._clean(scratch))
         if lingering:
             summary["lingering"] = True  # something the child started outlived it
         return records, summary, charge
@@ -329,13 +333,16 @@ class Runs:
             os.chmod(path, 0o777)  # root-owned: the student uid writes inside, never next to it
         return path
 
-    def _clean(self, scratch: str) -> None:
+    def _clean(self, scratch: str) -> float:
+        """Empty and remove a run's scratch folder; returns the charged seconds of the cleanup child."""
+        spent = _Charge()
         if self.who.drops and not _nothing_left(scratch, self.who.uid):
             # Files the student uid made inside are its own: only that uid may empty them.
             cleanup = {"kind": "cleanup", "filename": "", "source": "", "mode": "", "stand_ins": []}
-            self._run_in(scratch, cleanup, _NoRecords(), _Limits(5.0, False, 0.0), _Charge())
+            self._run_in(scratch, cleanup, _NoRecords(), _Limits(CLEANUP_SECONDS, False, 0.0), spent)
             self.reap()
         shutil.rmtree(scratch, ignore_errors=True)
+        return spent.seconds
 
     def reap(self) -> int:
         """Kill anything left running under the student uid (detached processes, daemons, the
