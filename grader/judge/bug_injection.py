@@ -24,7 +24,9 @@ NOT_COUNTED = "not counted: your checks must first pass on every one of the grad
 
 
 def _title(wheat_id: str) -> str:
-    return next((w.title for w in wheat_engines() if w.id == wheat_id), "one of the grader's correct engines")
+    """A wheat's one-line description, to stand inside a sentence."""
+    title = next((w.title for w in wheat_engines() if w.id == wheat_id), "one of the grader's correct engines")
+    return (title[:1].lower() + title[1:]).rstrip(".")
 
 
 def _where(script: ScriptRun) -> str:
@@ -88,36 +90,45 @@ def checks_pass(ctx: Context, index: int) -> Verdict:
     if all(r is None for r in runs.values()):
         return _unreported(ctx)
     count = len(runs)
-    bad = [(w, r) for w, r in runs.items() if r is None or r.outcome != wire.PASSED]
-    if not bad:
+    if all(r is not None and r.outcome == wire.PASSED for r in runs.values()):
         shown = Comparison(ON_WHEATS, f"runs clean on all {count}", f"runs clean on all {count}", True)
-        return Verdict(
-            True,
-            [shown],
-            note=f"Your checks pass on all {count} of the grader's correct engines." + _own_engine_note(ctx),
-        )
-    wheat, script = bad[0]
-    how = _how(script)
-    comparisons = [Comparison(f"{RUN} on {_title(w)}", "runs clean", _how(r), False) for w, r in bad]
-    if script is not None and script.outcome == wire.NOT_RUN:
-        return Verdict(
-            False, comparisons, problem=f"Your checks could not be run on every correct engine: {how}.", kind="not_run"
-        )
-    if script is not None and script.outcome == wire.NOT_APPLICABLE:
+        note = f"Your checks pass on all {count} of the grader's correct engines." + _own_engine_note(ctx)
+        return Verdict(True, [shown], note=note)
+    # The wheats that ran and did not pass; those left untried once one failed say nothing.
+    bad = [(w, r) for w, r in runs.items() if r is not None and r.outcome not in (wire.PASSED, wire.NOT_RUN)]
+    if not bad:
+        untried = next(r for r in runs.values() if r is None or r.outcome == wire.NOT_RUN)
         return Verdict(
             False,
-            comparisons,
-            problem=f"The grader's engines could not be put in place of your class: {script.reason}.",
+            [Comparison(ON_WHEATS, f"runs clean on all {count}", _how(untried), False)],
+            problem=f"Your checks could not be run on every correct engine: {_how(untried)}.",
             kind="not_run",
         )
+    wheat, script = bad[0]
+    comparisons = [Comparison(f"{RUN} on {_title(w)}", "runs clean", _how(r), False) for w, r in bad]
+    if script.outcome == wire.NOT_APPLICABLE:
+        problem = f"The grader's engines could not be put in place of your class: {script.reason}."
+        return Verdict(False, comparisons, problem=problem, kind="not_run")
     problem = (
-        f"Your checks do not pass on {_title(wheat)}, a correct engine of the grader's: {how}. "
+        f"Your checks do not pass on {_title(wheat)}, a correct engine of the grader's: {_how(script)}. "
         "A check that fails on a correct engine asserts a wrong value, or uses something the handout's Value "
-        "does not have (a helper, an attribute or a method of your own class): check what that line expects. "
-        "Until your checks pass on every correct engine, no bug they report can be counted."
+        "does not have (a helper, an attribute or a method of your own class, a field of another type): check "
+        "what that line expects. Until your checks pass on every correct engine, no bug they report can be counted."
     )
-    kind: VerdictKind = "timeout" if script is not None and script.outcome == wire.TIMEOUT else "failed"
-    return Verdict(False, comparisons, problem=problem + _own_engine_note(ctx), kind=kind)
+    kind: VerdictKind = "timeout" if script.outcome == wire.TIMEOUT else "failed"
+    return Verdict(False, comparisons, problem=problem + _signature_note(ctx) + _own_engine_note(ctx), kind=kind)
+
+
+def _signature_note(ctx: Context) -> str:
+    """The likeliest cause, when the grader already knows it: a constructor the handout's lacks."""
+    extra = ctx.load.extra_args if ctx.load else ()
+    if not extra:
+        return ""
+    names = ", ".join(extra)
+    return (
+        f" Your class needs argument(s) the handout's Value(data, _children=(), _op='') does not have ({names}): "
+        "where your checks pass them, a correct engine reads them as something else."
+    )
 
 
 def mutant_killed(ctx: Context, index: int) -> Verdict:

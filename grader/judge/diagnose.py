@@ -181,9 +181,11 @@ class KillMatrix:
         return tuple(op for op, _, kills in self.rows if not any(kills[i] for i in grading))
 
     def predicted(self, operator: str) -> tuple[str, ...]:
+        """The sections an engine with this bug loses points in. Never bug injection: that section
+        judges the student's checks on the grader's engines, whatever the student's engine does."""
         for op, _, kills in self.rows:
             if op == operator:
-                return tuple(s for s, k in zip(self.sections, kills, strict=True) if k)
+                return tuple(s for s, k in zip(self.sections, kills, strict=True) if k and s != MUTATION_SECTION)
         raise KeyError(operator)
 
     def render(self) -> str:

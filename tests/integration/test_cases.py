@@ -105,6 +105,17 @@ def test_the_same_file_gets_the_same_points_in_every_run(
     assert first.score < 100  # each of them has a bug to be charged the same way twice
 
 
+@pytest.mark.parametrize("name", ["mut_acc_mul", "mut_acc_add"])
+def test_the_lab_bug_is_charged_once_in_reuse(name: str, graded: dict[str, SubmissionResult]) -> None:
+    # The reference with `=` for `+=` in one backward, carrying the reference's own checks (the
+    # handout's Steps 2-6, which catch the bug on a correct engine): it loses points in reuse and
+    # nowhere else, and its checks earn exactly the bug-injection points the reference's earn.
+    right = {s.tag: s.points for s in graded["reference"].sections}
+    wrong = {s.tag: s.points for s in graded[name].sections}
+    assert wrong["reuse"] < right["reuse"]
+    assert {t: p for t, p in wrong.items() if t != "reuse"} == {t: p for t, p in right.items() if t != "reuse"}
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_case(name: str, graded: dict[str, SubmissionResult], matrix: KillMatrix) -> None:
     expected = _expected(name)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.pipeline import grade_submission
+from grader.pipeline import NOT_LOADABLE_REVIEW, grade_submission
 from grader.results import Outcome, Status, SubmissionResult
 from grader.rubric import DEFAULT_RUBRIC, Rubric, load_rubric
 from grader.runners.local import LocalRunner
@@ -93,10 +93,16 @@ def test_syntax_error_scores_zero_with_the_line(tmp_path: Path, rubric: Rubric, 
     path = submit(tmp_path, "import math\n\nclass Value:\n    def __init__(self, data)\n        self.data = data\n")
     result = grade(path, rubric, runner)
     assert result.score == 0
-    assert result.status is Status.GRADED  # the student's outcome, not an infrastructure failure
+    # The student's outcome, not an infrastructure failure, and not a grade like any other.
+    assert result.status is Status.NOT_LOADABLE and result.scored
+    assert "does not load" in result.status_detail and "SyntaxError" in result.status_detail
+    assert "(line 4)" in result.status_detail
+    assert result.review == (NOT_LOADABLE_REVIEW,)
     assert not result.load.ok and result.load.mode == "failed"
     assert "SyntaxError" in result.load.error
     assert "line 4" in result.load.error
+    # Nothing was built, on any form: no check says its graphs were built without a feature.
+    assert all(c.notes == () for c in result.checks), [c.notes for c in result.checks if c.notes]
     assert all(c.outcome is Outcome.NOT_RUN for c in result.checks)
     # The line itself, the two around it, and a caret where the colon is missing.
     assert result.load.excerpt.splitlines() == [
@@ -111,9 +117,43 @@ def test_an_error_the_compiler_finds_is_shown_at_its_line(tmp_path: Path, rubric
     # The parser accepts this file; compiling it fails ('return' outside a function).
     path = submit(tmp_path, "class Value:\n    def __init__(self, data):\n        self.data = data\n\nreturn 3\n")
     result = grade(path, rubric, runner)
-    assert result.status is Status.GRADED and not result.load.ok
+    assert result.status is Status.NOT_LOADABLE and not result.load.ok
     assert "'return' outside function" in result.load.error and "line 5" in result.load.error
+    assert "line 5" in result.status_detail
     assert result.load.excerpt.splitlines() == ["4 |", "5 | return 3", "  | ^"]
+
+
+def test_a_coding_that_makes_nul_characters_does_not_load(tmp_path: Path, rubric: Rubric, runner: LocalRunner) -> None:
+    # Intake reads these bytes as text (no NUL byte among them); the declared coding turns
+    # "+AAA-" into a NUL character, which no Python file may hold.
+    path = tmp_path / "student" / "autograd_lab.py"
+    path.parent.mkdir()
+    path.write_bytes(b'# coding: utf-7\nclass Value:\n    name = "+AAA-"\n')
+    result = grade(path, rubric, runner)
+    assert result.status is Status.NOT_LOADABLE and result.score == 0, result.status_detail
+    assert "NUL" in result.status_detail and result.review == (NOT_LOADABLE_REVIEW,)
+
+
+def test_an_engine_whose_import_always_raises_does_not_load(
+    tmp_path: Path, rubric: Rubric, runner: LocalRunner
+) -> None:
+    # The class is there to read, but its body raises: neither the whole file nor its
+    # definitions alone ever give the engine class.
+    source = edited("class Value:\n", "class Value:\n    raise RuntimeError('not today')\n")
+    result = grade(submit(tmp_path, source), rubric, runner)
+    assert result.status is Status.NOT_LOADABLE and result.score == 0, result.status_detail
+    assert "RuntimeError" in " ".join(result.load.notices)
+    assert result.review == (NOT_LOADABLE_REVIEW,)
+
+
+def test_a_file_without_an_engine_class_loads_and_is_graded(
+    tmp_path: Path, rubric: Rubric, runner: LocalRunner
+) -> None:
+    # Python loads it; there is simply no engine in it, which the API checks say.
+    result = grade(submit(tmp_path, "def helper():\n    return 1\n"), rubric, runner)
+    assert result.status is Status.GRADED and result.score == 0
+    assert "no class named Value" in result.load.error
+    assert result.review == ()
 
 
 def test_top_level_code_that_raises_is_skipped_and_the_engine_graded(
@@ -127,11 +167,12 @@ def test_top_level_code_that_raises_is_skipped_and_the_engine_graded(
     notices = " | ".join(result.load.notices)
     assert f"RuntimeError at line {line}" in notices
     assert re.search(rf"Top-level code outside definitions was skipped \(lines [0-9, ]*\b{line}\b", notices), notices
-    # The engine itself earns everything; only running the file as a script fails.
+    # The engine itself earns everything; only running the file as a script fails, on the
+    # grader's correct engines too, at the student's own line (its exception is never read).
     assert failed_ids(result) == ["bug.own_checks", "bug.step5", "bug.forced_fail", "bug.catalogue"]
     assert result.score == 85
     own = next(c for c in result.checks if c.check_id == "bug.own_checks")
-    assert "RuntimeError" in own.message and f"line {line}" in own.message
+    assert "a correct engine of the grader's" in own.message and f"line {line}" in own.message
 
 
 def test_misnamed_class_with_extra_constructor_argument(tmp_path: Path, rubric: Rubric, runner: LocalRunner) -> None:
@@ -226,7 +267,7 @@ def test_reference_kills_every_catalogue_mutant(rubric: Rubric, runner: LocalRun
     assert score.passed and score.instances_passed == score.instances_total >= 20
     assert score.message.startswith(f"Your checks caught {score.instances_total} of the {score.instances_total}")
     forced = next(c for c in result.checks if c.check_id == "bug.forced_fail")
-    assert forced.passed and "RuntimeError" in forced.comparisons[0].observed
+    assert forced.passed and forced.comparisons[0].observed.startswith("failed")
 
 
 def test_assert_true_checks_kill_nothing_and_are_told_so(tmp_path: Path, rubric: Rubric, runner: LocalRunner) -> None:
@@ -237,11 +278,11 @@ def test_assert_true_checks_kill_nothing_and_are_told_so(tmp_path: Path, rubric:
     assert by_id["bug.step5"].outcome is Outcome.FAILED
     assert "still passes" in by_id["bug.step5"].message
     assert by_id["bug.forced_fail"].outcome is Outcome.FAILED
-    assert "never exercise this engine" in by_id["bug.forced_fail"].message
+    assert "never exercise the Value class" in by_id["bug.forced_fail"].message
     catalogue = by_id["bug.catalogue"]
     assert catalogue.points == 0 and catalogue.outcome is Outcome.NOT_RUN
     assert "no credit until" in catalogue.message
-    assert result.section("bug_injection").points == 2  # only the validity gate
+    assert result.section("bug_injection").points == 2  # they pass on every correct engine, and no more
     # The engine is the reference's: everything else is full marks.
     assert result.score == 100 - 13
 
@@ -253,11 +294,12 @@ def test_checks_that_fail_on_their_own_engine_get_no_mutation_credit(
     result = grade(submit(tmp_path, source), rubric, runner)
     by_id = {c.check_id: c for c in result.checks}
     own = by_id["bug.own_checks"]
-    assert own.outcome is Outcome.FAILED and "AssertionError" in own.comparisons[0].observed
-    assert "no bug they report can be trusted" in own.message
+    # A wrong expected value fails on every correct engine: named, with the student's line.
+    assert own.outcome is Outcome.FAILED and own.comparisons[0].observed.startswith("failed (your checks stopped")
+    assert "asserts a wrong value" in own.message
     for check_id in ("bug.step5", "bug.forced_fail", "bug.catalogue"):
         assert by_id[check_id].points == 0 and by_id[check_id].outcome is Outcome.NOT_RUN
-        assert "no credit until 'Your own checks pass" in by_id[check_id].message
+        assert "no credit until 'Your checks pass on the grader's correct engines" in by_id[check_id].message
     assert result.section("bug_injection").points == 0 and result.score == 85
 
 
@@ -285,7 +327,7 @@ def test_a_mutant_that_hangs_the_checks_is_a_timeout_not_a_kill(
     tmp_path: Path, rubric: Rubric, runner: LocalRunner
 ) -> None:
     # Checks that loop forever once relu's gradient gate changes: the timeout is reported as
-    # its own outcome and the mutant leaves the score's denominator.
+    # its own outcome, and is no catch.
     checks = (
         "\n\nif __name__ == '__main__':\n"
         "    x = Value(3.0)\n    y = x * x + x\n    y.backward()\n    assert abs(x.grad - 7.0) < 1e-9\n"
