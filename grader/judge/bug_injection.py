@@ -33,7 +33,9 @@ def _where(script: ScriptRun) -> str:
     if not script.stop:
         return ""
     _, _, lines = script.stop.partition(":")
-    return f" (your checks stopped at line {lines.replace(',', ', ')})" if lines else ""
+    # Read from the run's own traceback, which the checks can print too: words for the student,
+    # never a verdict.
+    return f" (its traceback points to your line {lines.replace(',', ', ')})" if lines else ""
 
 
 def _how(script: ScriptRun | None) -> str:

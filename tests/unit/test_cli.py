@@ -83,6 +83,7 @@ def test_rubric_validate_fails_on_a_blind_spot(runner: CliRunner, tmp_path: Path
     reuse = next(s for s in data["sections"] if s["tag"] == "reuse")
     data["sections"].remove(reuse)
     data["assignment"]["total"] -= sum(c["points"] for c in reuse["checks"])
+    del data["features"]["reuse"]  # measured by the section taken out
     blind = tmp_path / "blind.yaml"
     blind.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
     outcome = runner.invoke(cli, ["rubric", "validate", str(blind), "--sandbox", "local"])
@@ -142,9 +143,20 @@ def test_grade_writes_a_report_per_student_and_grades_csv(runner: CliRunner, tmp
     by_student = {r["student"]: r for r in rows}
     assert by_student["alice_nguyen"]["total"] == "100"
     assert by_student["frank_zhou"]["total"] == "0"
-    assert by_student["ivy_martins"]["total"] == "96.07"  # misnamed class, and checks that miss some bugs
-    assert all(r["review"] == "" for r in rows)  # all three wrote their Step-5 note
-    assert all(r["max_total"] == "100" and r["status"] == "graded" for r in rows)
+    # A misnamed class, and checks that call it with an argument the handout's Value lacks, so
+    # they fail on the grader's correct engines: no Step-5 credit.
+    assert by_student["ivy_martins"]["total"] == "83"
+    assert all(r["max_total"] == "100" for r in rows)
+    # Frank's file does not parse: a status of its own, the error and its line in the detail,
+    # and flagged for a person. The other two wrote their Step-5 note.
+    frank = by_student["frank_zhou"]
+    assert frank["status"] == "not_loadable"
+    assert "does not load" in frank["detail"] and "SyntaxError" in frank["detail"] and "(line 59)" in frank["detail"]
+    assert frank["review"] == "The file does not load, so every check scored 0."
+    assert all(r["status"] == "graded" and r["review"] == "" for r in rows if r is not frank)
+    index = (out / "index.html").read_text(encoding="utf-8")
+    needs_a_human = index[index.index('id="humans-title"') : index.index('id="all-title"')]
+    assert "frank_zhou" in needs_a_human and "status-not_loadable" in needs_a_human
     for row in rows:  # exactly, as written: the grader's score is its sections' sum
         assert row["late_penalty"] == row["override"] == "0"
         assert sum(Decimal(row[tag]) for tag in TAGS) == Decimal(row["total"])

@@ -52,7 +52,7 @@ def test_a_failing_wheat_is_named_with_the_students_lines_and_no_text_of_the_run
     runs[WHEATS[1]] = ScriptRun(outcome=wire.FAILED, stop="autograd_lab.py:150,161", message="secret", exception="E")
     verdict = bug_injection.checks_pass(context(runs), 0)  # type: ignore[arg-type]
     title = wheats()[1].title.rstrip(".")
-    assert title[1:] in verdict.problem and "line 150, 161" in verdict.problem
+    assert title[1:] in verdict.problem and "your line 150, 161" in verdict.problem
     assert "secret" not in verdict.problem and "secret" not in str(verdict.comparisons)
 
 
