@@ -23,6 +23,8 @@ from .runners.base import ContainerLimits, Evidence, RawRun, Runner
 
 # A sandbox failure is retried this many times within one grading, each with a fresh nonce.
 SANDBOX_RETRIES = 1
+# Why a person should look at a file that does not load: one slip may have cost every point.
+NOT_LOADABLE_REVIEW = "The file does not load, so every check scored 0."
 
 
 @dataclass(frozen=True)
@@ -184,6 +186,17 @@ def _result(job: Job, judged: Judgement, runner: str, image: str) -> SubmissionR
         hidden_not_run=job.hidden_not_run,
         diagnoses=judged.diagnoses,
         step5_note=note.summary() if loaded and note else "",
-        review=() if not loaded or not note or note.complete else (note.summary(),),
+        review=_review(judged),
         figures=judged.figures,
     )
+
+
+def _review(judged: Judgement) -> tuple[str, ...]:
+    """Why a person should look: a file that does not load (every point lost, perhaps to one
+    slip), or a Step-5 note that is missing or one-sided."""
+    if judged.status is Status.NOT_LOADABLE:
+        return (NOT_LOADABLE_REVIEW,)
+    note = judged.note
+    if not judged.load.ok or note is None or note.complete:
+        return ()
+    return (note.summary(),)

@@ -10,6 +10,10 @@ class Status(enum.Enum):
     """How grading of one submission ended. Ordered by precedence: the worst wins."""
 
     GRADED = "graded"
+    # The file does not load (it is no Python text, does not parse, or importing it never gives
+    # the engine class): nothing could be graded, so a person should look. A resource limit hit
+    # while loading names the cause better, hence the lower rank.
+    NOT_LOADABLE = "not_loadable"
     TIMEOUT = "timeout"
     OOM = "oom"
     OUTPUT_LIMIT = "output_limit"

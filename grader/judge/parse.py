@@ -166,14 +166,17 @@ def parse_output(stdout: bytes, *, nonce: str, plan: Plan) -> SandboxReport:
 def _load(record: dict[str, Any]) -> LoadRecord | None:
     if any(not isinstance(record.get(k, []), list) for k in ("extra_args", "stand_ins_used", "notices")):
         return None
+    ok = record.get("ok") is True
+    failure = record.get("failure")  # only a failed load has one
     return LoadRecord(
-        ok=record.get("ok") is True,
+        ok=ok,
         mode=_text(record.get("mode"), 20),
         class_name=_text(record.get("class_name"), 60),
         extra_args=_texts(record.get("extra_args"), 40, 8),
         stand_ins_used=_texts(record.get("stand_ins_used"), 60, 10),
         notices=_texts(record.get("notices"), MAX_TEXT, 12),
         error=error_info(record.get("error")),
+        failure=cast(wire.LoadFailure, failure) if failure in wire.LOAD_FAILURES and not ok else None,
         output=_text(record.get("output"), MAX_OUTPUT),
         output_limit=record.get("output_limit") is True,
         timed_out=record.get("timed_out") is True,

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from sandbox.harness.wire import EndStatus, ScriptOutcome
+from sandbox.harness.wire import EndStatus, LoadFailure, ScriptOutcome
 
 
 @dataclass(frozen=True)
@@ -50,6 +50,7 @@ class LoadRecord:
     stand_ins_used: tuple[str, ...] = ()
     notices: tuple[str, ...] = ()
     error: ErrorInfo | None = None
+    failure: LoadFailure | None = None  # why it did not load (None when it did, or the harness did not say)
     output: str = ""
     output_limit: bool = False
     timed_out: bool = False

@@ -13,10 +13,14 @@ from ..results import CheckResult, LoadReport, Outcome, Status
 from ..rubric import Rubric
 from ..runners.base import RawRun
 from .excerpt import source_excerpt
-from .records import SandboxReport, ScriptRun
+from .records import LoadRecord, SandboxReport, ScriptRun
 
 OOM_DETAIL = "the submission ran out of memory; results up to that point are kept"
 FLOOD_DETAIL = "the submission printed more output than allowed and was stopped"
+# How a file that does not load fails: its own doing. A file that loads but holds no engine class
+# is graded (the API check says what is missing), and the grader's own trouble reading the file's
+# structure is not the file's failure to load.
+NOT_LOADABLE_FAILURES = (wire.LOAD_UNREADABLE, wire.LOAD_SYNTAX, wire.LOAD_IMPORT)
 MACHINE_LATE_DETAIL = (
     "the grading machine was too busy to finish this grading within its real-time limit; "
     "nothing was scored, and it will be graded again"
@@ -63,6 +67,10 @@ def run_status(raw: RawRun, report: SandboxReport, checks: list[CheckResult]) ->
     if not report.complete and not found:
         tail = raw.stderr_tail.decode("utf-8", "replace").strip().splitlines()[-1:] or [f"exit code {raw.exit_code}"]
         found.append((Status.INFRA_ERROR, f"the grading harness stopped before finishing ({tail[0][:200]})"))
+    if load and not load.ok and load.failure in NOT_LOADABLE_FAILURES:
+        # After the harness check: a failed load never explains a run that did not finish.
+        words = " ".join(load_error_words(load).split())  # one line, whatever the message holds
+        found.append((Status.NOT_LOADABLE, f"the file does not load: {words}; no check could run"))
     return max(found, key=lambda item: item[0].rank, default=(Status.GRADED, "graded"))
 
 
@@ -86,11 +94,8 @@ def load_report(report: SandboxReport, rubric: Rubric, file_text: str = "") -> L
     if load is None:
         message = "the sandbox reported nothing about loading the file"
     elif not load.ok:
+        message = load_error_words(load)
         error = load.error
-        text = error.message if error else "the file could not be loaded"
-        line = f" (line {error.line})" if error and error.line and f"line {error.line}" not in text else ""
-        kind = "" if error and error.type == "LoadError" else f"{error.type if error else 'Error'}: "
-        message = f"{kind}{text}{line}"
         excerpt = source_excerpt(file_text, error.line, error.column) if error else ""
     return LoadReport(
         ok=bool(load and load.ok),
@@ -100,3 +105,12 @@ def load_report(report: SandboxReport, rubric: Rubric, file_text: str = "") -> L
         error=message,
         excerpt=excerpt,
     )
+
+
+def load_error_words(load: LoadRecord) -> str:
+    """Why the file did not load, with its line when known: "SyntaxError: expected ':' (line 66)"."""
+    error = load.error
+    text = error.message if error else "the file could not be loaded"
+    line = f" (line {error.line})" if error and error.line and f"line {error.line}" not in text else ""
+    kind = "" if error and error.type == "LoadError" else f"{error.type if error else 'Error'}: "
+    return f"{kind}{text}{line}"

@@ -33,7 +33,7 @@ from grader.report.view import (
     step5_line,
     write_text_atomic,
 )
-from grader.results import CheckResult, Comparison, GraphFigure, SubmissionResult
+from grader.results import CheckResult, Comparison, GraphFigure, Status, SubmissionResult
 
 TEMPLATE = "feedback.html.j2"
 
@@ -312,7 +312,9 @@ def render_feedback_html(result: SubmissionResult, frame: SiteFrame | None = Non
         "failing_total": len(to_fix),
         "diagnoses": diagnosis_lines(result) if result.scored else [],
         "step5_note": step5_line(result),
-        "review": result.review,
+        # A file that does not load is flagged in its load banner: no Step-5 note was read.
+        "review": () if result.status is Status.NOT_LOADABLE else result.review,
+        "load_review": result.review if result.status is Status.NOT_LOADABLE else (),
         "frame": frame,
     }
     return environment().get_template(TEMPLATE).render(context)

@@ -46,6 +46,7 @@ OUTCOME_SYMBOLS: dict[Outcome, str] = {
 
 STATUS_LABELS: dict[Status, str] = {
     Status.GRADED: "Graded",
+    Status.NOT_LOADABLE: "Not loadable",
     Status.TIMEOUT: "Timed out",
     Status.OOM: "Ran out of memory",
     Status.OUTPUT_LIMIT: "Output limit reached",

@@ -97,8 +97,9 @@ class Supervisor:
 
     # --- loading -------------------------------------------------------------------------------------
 
-    def _load_failed(self, error: dict[str, Any], notices: list[str], **extra: Any) -> bool:
-        self.emit({"t": wire.LOAD, "ok": False, "mode": "failed", "error": error, "notices": notices, **extra})
+    def _load_failed(self, failure: str, error: dict[str, Any], notices: list[str], **extra: Any) -> bool:
+        record = {"t": wire.LOAD, "ok": False, "mode": "failed", "failure": failure, "error": error}
+        self.emit({**record, "notices": notices, **extra})
         return False
 
     def _flags(self) -> dict[str, Any]:
@@ -110,10 +111,11 @@ class Supervisor:
         try:
             tree = loader.parse(self.source, self.filename)
         except loader.LoadError as refused:
-            return self._load_failed(refused.record(), [])
+            return self._load_failed(wire.LOAD_SYNTAX, refused.record(), [])
         self.engine = facts.engine_facts(tree, self.class_name)
         if not self.engine.found:
-            return self._load_failed({"type": "LoadError", "message": self.engine.problem[:300], "line": None}, [])
+            problem = {"type": "LoadError", "message": self.engine.problem[:300], "line": None}
+            return self._load_failed(wire.LOAD_NO_ENGINE, problem, [])
         notices: list[str] = []
         if self.engine.class_name != self.class_name:
             notices.append(f"No class named {self.class_name}; graded your class {self.engine.class_name} instead.")
@@ -152,14 +154,15 @@ class Supervisor:
             if load is None:
                 notices.append(f"Importing the file {_stopped_words(summary, self.script_seconds)}.")
             elif error.get("type") in ("LoadError", "SyntaxError", "IndentationError", "TabError"):
-                return self._load_failed(error, notices, output=summary.get("output", ""), **self._flags())
+                output = summary.get("output", "")
+                return self._load_failed(wire.LOAD_IMPORT, error, notices, output=output, **self._flags())
             else:
                 where = f" at line {error['line']}" if error.get("line") else ""
                 notices.append(f"Importing the file raised {error.get('type')}{where}: {error.get('message', '')}")
             if status == wire.NOT_RUN:
                 break
         message = "the engine could not be loaded even with top-level code skipped"
-        return self._load_failed({"type": "LoadError", "message": message, "line": None}, notices)
+        return self._load_failed(wire.LOAD_IMPORT, {"type": "LoadError", "message": message, "line": None}, notices)
 
     # --- probes --------------------------------------------------------------------------------------
 
@@ -191,7 +194,7 @@ class Supervisor:
         except ZygoteGone:
             raise
         except Exception as error:  # the grader's own parsing ran out of stack or memory
-            loaded = self._load_failed(_too_deep(error), [])
+            loaded = self._load_failed(wire.LOAD_TOO_DEEP, _too_deep(error), [])
         stalled = 0  # program probes in a row that hit their time limit
         hidden = [p for p in self.plan["probes"] if p.get("hidden")]
         # Bug injection may not eat the time the hidden probes need (they run after it): each
@@ -348,7 +351,9 @@ def _supervise(workdir: str, zygote: Zygote) -> int:
             raise ValueError("the file contains NUL bytes")
     except (OSError, SyntaxError, ValueError, UnicodeDecodeError) as error:
         failure = {"type": "UnreadableFile", "message": str(error)[:300], "line": None}
-        emit({"t": wire.LOAD, "ok": False, "mode": "failed", "notices": [], "error": failure})
+        record = {"t": wire.LOAD, "ok": False, "mode": "failed", "notices": [], "error": failure}
+        # Bytes that are no Python text are the file's doing; a read that failed is not.
+        emit(record if isinstance(error, OSError) else {**record, "failure": wire.LOAD_UNREADABLE})
         for probe in plan["probes"]:
             emit({"t": wire.PROBE_END, "probe": probe["id"], "status": wire.NOT_RUN, "reason": wire.REASON_LOAD_FAILED})
         emit({"t": wire.END})

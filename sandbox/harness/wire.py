@@ -74,6 +74,15 @@ REASON_UNKNOWN_KIND: Final = "unknown_kind"
 REASON_GATE: Final = "gate"
 REASON_TOO_DEEP: Final = "too_deep"  # the grader's own work on the file ran out of stack or memory
 
+# --- why the file did not load (a load record's "failure", with "ok" false) ---------------------------
+LOAD_UNREADABLE: Final = "unreadable"  # the bytes are not Python text
+LOAD_SYNTAX: Final = "syntax"  # Python cannot parse the text
+LOAD_IMPORT: Final = "import"  # importing it never bound the engine class, even with top-level code skipped
+LOAD_NO_ENGINE: Final = "no_engine"  # it parses, but holds no engine class to grade
+LOAD_TOO_DEEP: Final = "too_deep"  # the grader's own reading of its structure ran out of stack or memory
+LoadFailure = Literal["unreadable", "syntax", "import", "no_engine", "too_deep"]
+LOAD_FAILURES: Final = frozenset(get_args(LoadFailure))
+
 # --- one run of the student's own checks (mutant "script" outcome) --------------------------------
 PASSED: Final = "passed"
 FAILED: Final = "failed"

@@ -35,6 +35,7 @@ MAX_TRIES_SHOWN = 5  # a row lists a student's latest submissions, not all of th
 STATUS_ORDER = [
     State.INFRA_ERROR,
     State.UNGRADABLE,
+    State.NOT_LOADABLE,
     State.TIMEOUT,
     State.OOM,
     State.OUTPUT_LIMIT,
@@ -44,7 +45,10 @@ STATUS_ORDER = [
     State.GRADED,
     State.SUPERSEDED,
 ]
-UNUSUAL = {str(s.value) for s in (State.INFRA_ERROR, State.UNGRADABLE, State.TIMEOUT, State.OOM, State.OUTPUT_LIMIT)}
+UNUSUAL = {
+    str(s.value)
+    for s in (State.INFRA_ERROR, State.UNGRADABLE, State.NOT_LOADABLE, State.TIMEOUT, State.OOM, State.OUTPUT_LIMIT)
+}
 STATUS_CHOICES = [(NOT_SUBMITTED, "not submitted"), *((str(s.value), str(s.label).lower()) for s in State)]
 
 

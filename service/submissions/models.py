@@ -21,6 +21,7 @@ class State(models.TextChoices):
     QUEUED = "queued"
     RUNNING = "running"
     GRADED = "graded"
+    NOT_LOADABLE = "not_loadable"
     TIMEOUT = "timeout"
     OOM = "oom"
     OUTPUT_LIMIT = "output_limit"
@@ -31,7 +32,7 @@ class State(models.TextChoices):
 
 PENDING = (State.QUEUED, State.RUNNING)
 # A finished grading that produced a score (infra errors never count as attempts).
-SCORED = (State.GRADED, State.TIMEOUT, State.OOM, State.OUTPUT_LIMIT, State.UNGRADABLE)
+SCORED = (State.GRADED, State.NOT_LOADABLE, State.TIMEOUT, State.OOM, State.OUTPUT_LIMIT, State.UNGRADABLE)
 RESOURCE_STATES = (State.TIMEOUT, State.OOM, State.OUTPUT_LIMIT)
 # How a failed regrade's detail begins (its reason follows, for staff; students read less).
 REGRADE_FAILED = "the regrade failed"

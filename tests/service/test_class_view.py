@@ -17,6 +17,7 @@ from stored_results import graded
 
 from service.courses.models import Enrolment, Extension, Role
 from service.submissions.models import AuditEntry, ScoreOverride, State, Submission
+from service.submissions.templatetags.marks import state_word
 
 pytestmark = [pytest.mark.db]
 
@@ -106,6 +107,21 @@ def test_each_filter_and_the_name_search(klass: Cast) -> None:
     assert "No student matches these filters." in view(client, "?show=late&q=alice")
     kept = view(client, "?show=late&sort=total&dir=desc&q=bo")
     assert '<input type="hidden" name="back" value="sort=total&amp;dir=desc&amp;show=late&amp;q=bo">' in kept
+
+
+def test_a_file_that_does_not_load_counts_zero_and_needs_review(cast: Cast) -> None:
+    frank = enrol(cast, "frank", "Frank", "Zhou")
+    flag = "The file does not load, so every check scored 0."
+    graded(cast.assignment, frank, {}, state=State.NOT_LOADABLE, review=(flag,))
+    client = cast.client(cast.ta)
+    assert order(view(client, "?show=review")) == ["frank"]
+    page = view(client, "?status=not_loadable")
+    assert order(page) == ["frank"]
+    row = page[page.index('title="frank"') :]
+    reasons = f"status: not loadable; {flag}"
+    assert f'class="badge badge-review" title="{reasons}"' in row
+    assert '<span class="badge badge-error">not loadable</span>' in row and '<td class="num">0</td>' in row
+    assert state_word("not_loadable") == "does not load"  # the word a student reads
 
 
 @pytest.mark.parametrize(

@@ -270,6 +270,21 @@ def test_load_fields_are_sanitised(plan: Plan) -> None:
     assert report.load.error is not None and report.load.error.line is None
 
 
+@pytest.mark.parametrize(
+    ("ok", "failure", "read"),
+    [
+        (False, "syntax", "syntax"),
+        (False, "unreadable", "unreadable"),
+        (False, "pickled", None),  # a word the harness does not use
+        (True, "syntax", None),  # a load that worked has no failure
+    ],
+)
+def test_why_a_load_failed_is_read_from_its_own_words(plan: Plan, ok: bool, failure: str, read: str | None) -> None:
+    # Only the harness's own words, and only on a load that failed.
+    report = parse(plan, line({**LOAD, "ok": ok, "failure": failure}))
+    assert report.load is not None and report.load.failure == read
+
+
 @pytest.mark.parametrize("field", ["extra_args", "notices", "stand_ins_used"])
 def test_a_malformed_load_record_is_dropped_not_fatal(plan: Plan, field: str) -> None:
     report = parse(plan, line({**LOAD, field: 5}), line({"t": "end"}))

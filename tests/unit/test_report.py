@@ -44,6 +44,7 @@ from grader.results import (
     SubmissionResult,
     Visibility,
 )
+from grader.results_io import result_from_json, result_to_json, summary_from_json
 
 GOLDEN = Path(__file__).parent / "golden" / "feedback_full_marks.html"
 TAGS = ("api", "part1_trace", "a6_parity", "reuse", "bug_injection", "finite_difference")
@@ -207,8 +208,9 @@ def load_failure() -> SubmissionResult:
     return submission(
         checks,
         student="alan",
-        status=Status.UNGRADABLE,
-        status_detail="The file has a syntax error.",
+        status=Status.NOT_LOADABLE,
+        status_detail="the file does not load: SyntaxError: invalid syntax (line 42); no check could run",
+        review=("The file does not load, so every check scored 0.",),
         load=LoadReport(
             ok=False,
             mode="failed",
@@ -383,6 +385,19 @@ def test_html_load_failure_is_prominent() -> None:
     assert "Your file could not be loaded" in html
     assert "SyntaxError: invalid syntax (autograd_lab.py, line 42)" in html
     assert html.index("could not be loaded") < html.index("Score by section")
+    assert 'class="status status-not_loadable">Not loadable<' in html
+    # The review flag is said in the load banner, never under a Step-5 heading: no note was read.
+    flagged = html.index("Flagged for review by your instructor:</span> The file does not load")
+    assert html.index("could not be loaded") < flagged < html.index("Score by section")
+    assert "Step 5 note" not in html and "built their graphs without" not in html
+
+
+def test_a_file_that_does_not_load_is_stored_and_read_back() -> None:
+    result = load_failure()
+    text = result_to_json(result)
+    assert result_from_json(text) == result
+    summary = summary_from_json(text)
+    assert summary.status is Status.NOT_LOADABLE and summary.review == result.review
 
 
 def test_html_self_check_mentions_hidden_not_run() -> None:
@@ -469,7 +484,9 @@ def test_gradescope_infra_error_has_no_score() -> None:
 def test_gradescope_load_failure_output() -> None:
     data = to_gradescope(load_failure())
     assert data["score"] == 0
-    assert "line 42" in data["output"] and "Ungradable" in data["output"]
+    assert "line 42" in data["output"] and "Not loadable" in data["output"]
+    assert data["extra_data"]["status"] == "not_loadable"
+    assert data["extra_data"]["review"] == list(load_failure().review)
 
 
 def test_gradescope_rejects_nan(tmp_path: Path) -> None:
@@ -510,7 +527,10 @@ def test_csv_round_trips(tmp_path: Path) -> None:
     assert injected["api"] == "3.5"
     assert grace["status"] == "infra_error" and grace["detail"].startswith("Docker daemon")
     assert all(grace[tag] == "" for tag in (*TAGS, "late_penalty", "override")) and grace["total"] == ""
-    assert alan["total"] == "0" and alan["status"] == "ungradable"
+    # A file that does not load: its own status, the error and its line, and flagged for a person.
+    assert alan["total"] == "0" and alan["status"] == "not_loadable"
+    assert alan["detail"].startswith("the file does not load: SyntaxError") and "(line 42)" in alan["detail"]
+    assert alan["review"] == "The file does not load, so every check scored 0."
 
 
 def test_csv_rejects_clashing_tags(tmp_path: Path) -> None:

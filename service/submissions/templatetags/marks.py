@@ -22,6 +22,7 @@ def points(value: object) -> str:
 
 
 STATE_WORDS = {
+    "not_loadable": "does not load",
     "timeout": "timed out",
     "oom": "out of memory",
     "output_limit": "output limit",
