@@ -3,8 +3,8 @@
 Host side, timed in this process: starting the CLI (its imports, in a fresh interpreter),
 reading the rubric, building the plan, the sandbox run as the host sees it, judging, and
 rendering the feedback page. Sandbox side: the same harness run by the local runner from a
-wrapper that times its parts (every child by kind, writing the mutants' texts, the harmless
-copies, the rest of the supervisor) without changing what runs. Docker's own share is the
+wrapper that times its parts (every child by kind, putting the grader's engines in place of the
+class, the rest of the supervisor) without changing what runs. Docker's own share is the
 cold run's wall time less the harness's. Median of ``--repeats`` runs.
 
     python bench/profile_grading.py [--repeats 5] [--write BENCHMARKS.md]
@@ -45,7 +45,7 @@ WRAPPER = textwrap.dedent(
     sys.path.insert(0, {repo!r})
     from sandbox.harness import supervisor
     from sandbox.harness.execution import runs
-    from sandbox.harness.mutation import equivalents, mutate
+    from sandbox.harness.mutation import gate
     spent = {{}}
     def timed(name, call):
         def wrapper(*args, **kwargs):
@@ -67,8 +67,7 @@ WRAPPER = textwrap.dedent(
             fastest = key + " (fastest one)"
             spent[fastest] = min(spent.get(fastest, float("inf")), time.monotonic() - started)
     runs.Runs.run = run
-    mutate.mutate_text = timed("writing the mutants' texts", mutate.mutate_text)
-    equivalents.equivalent_text = timed("writing the harmless copies", equivalents.equivalent_text)
+    gate.spliced_all = timed("putting the grader's engines in place of the class", gate.spliced_all)
     started = time.monotonic()
     code = supervisor.main(sys.argv[1:])
     spent["harness total"] = time.monotonic() - started
