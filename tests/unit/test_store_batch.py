@@ -91,7 +91,7 @@ def test_rubric_change_rejudges_without_running_when_the_plan_is_the_same(source
     text = DEFAULT_RUBRIC.read_text(encoding="utf-8")
     hints_only = tmp_path / "hints.yaml"
     hints_only.write_text(
-        text.replace("Run python autograd_lab.py yourself", "Run the file yourself"), encoding="utf-8"
+        text.replace("Assert the handout's values", "Assert the values of the handout"), encoding="utf-8"
     )
     rejudged = run(source, out, rubric=load_rubric(hints_only))
     assert (rejudged.ran, rejudged.rejudged, rejudged.skipped) == (0, 3, 0)
