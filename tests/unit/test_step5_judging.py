@@ -21,7 +21,7 @@ FAIL = ScriptRun(outcome=wire.FAILED, stop="autograd_lab.py:150,161")
 def context(runs: dict[str, ScriptRun], mutant: str = STEP5) -> SimpleNamespace:
     report = SimpleNamespace(mutants={k: MutantRecord(v) for k, v in runs.items()}, script=runs.get, end=None)
     probe = SimpleNamespace(wheats=WHEATS, mutants=(*WHEATS, *BUGS))
-    return SimpleNamespace(report=report, probe=probe, check=SimpleNamespace(mutant=mutant))
+    return SimpleNamespace(report=report, probe=probe, check=SimpleNamespace(mutant=mutant), load=None)
 
 
 def with_wheats(wheat: ScriptRun = PASS, **chaffs: ScriptRun) -> dict[str, ScriptRun]:
@@ -45,6 +45,14 @@ def test_no_chaff_counts_when_a_wheat_does_not_pass(wheat: ScriptRun) -> None:
     assert not bug_injection.mutant_killed(ctx, 0).ok  # type: ignore[arg-type]
     verdicts, _ = bug_injection.score(ctx)  # type: ignore[arg-type]
     assert not any(v.ok for v in verdicts)
+
+
+def test_a_constructor_the_handout_lacks_is_said() -> None:
+    runs = with_wheats()
+    runs[WHEATS[0]] = FAIL
+    ctx = context(runs)
+    ctx.load = SimpleNamespace(extra_args=("label",))
+    assert "(label)" in bug_injection.checks_pass(ctx, 0).problem  # type: ignore[arg-type]
 
 
 def test_a_failing_wheat_is_named_with_the_students_lines_and_no_text_of_the_run() -> None:
