@@ -2,14 +2,17 @@
 
 A probe of one section must not charge a fault that another section measures. Each program
 step is classified by the features it needs (a plain number as an operand, an operation a
-float on the left calls, a derived operation, a float-typed exponent); the rubric says which
-checks measure each feature. When one of those checks fails for an engine, the probes of the
-other checks are judged in their feature-free form: the same mathematical function, built
-from Value leaves, + and * (and ``** -1`` with an int exponent for a quotient), so every
-expected value and gradient is unchanged and the fault is charged once, where it is measured.
+float on the left calls, a derived operation, a float-typed exponent), and a program by
+whether it uses a value on more than one path (``reuse``: its gradient must accumulate); the
+rubric says which checks measure each feature. When one of those checks fails for an engine,
+the probes of the other checks are judged in their feature-free form: the same mathematical
+function, built from Value leaves, + and * (and ``** -1`` with an int exponent for a
+quotient), each value used once (grader/reuse.py), so the fault is charged once, where it is
+measured. Only a copy's gradient changes meaning: it is the share of the uses it took over.
 
 ``same_function`` proves that a rewritten program computes what the original does (values
-of every node the original names, and every gradient), at the planned point and around it:
+of every node the original names, and every gradient, a copied value's as the sum of its
+copies' shares), at the planned point and around it:
 ``grader rubric validate`` and the plan hold every fallback to it.
 """
 
@@ -19,11 +22,18 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal, get_args
 
+from . import reuse
+
 Program = dict[str, Any]
 Step = list[Any]
 
-Feature = Literal["number", "radd", "rsub", "rmul", "rdiv", "sub", "neg", "div", "float_exponent"]
+Feature = Literal["number", "radd", "rsub", "rmul", "rdiv", "sub", "neg", "div", "float_exponent", "reuse"]
 FEATURES: tuple[Feature, ...] = get_args(Feature)
+
+# Taken out of a program only when a check that measures them fails, never along with another
+# feature: a copy for each use hides every fault of accumulation, and the reuse checks measure
+# that of + and * alone; fd.log's o = log(x); L = o * x must still catch log's own `=`.
+APART: frozenset[Feature] = frozenset({"reuse"})
 
 # A float on the left of a binary operation calls the Value's reflected method.
 REFLECTED: Mapping[str, Feature] = {"add": "radd", "sub": "rsub", "mul": "rmul", "div": "rdiv"}
@@ -41,6 +51,8 @@ PLAIN_WORDS: Mapping[Feature, str] = {
     "neg": "x * Value(-1) in place of -x",
     "div": "a * b ** -1 in place of a / b",
     "float_exponent": "int exponents in place of float ones (x ** 2, not x ** 2.0)",
+    "reuse": "a fresh leaf of the same value, or a fresh copy of a node, for each further use of it, "
+    "so no gradient adds up two uses",
 }
 
 
@@ -68,6 +80,8 @@ def program_features(program: Program) -> frozenset[Feature]:
     out: set[Feature] = set()
     for step in program["steps"]:
         out |= step_features(step)
+    if reuse.reuses(program):
+        out.add("reuse")
     return frozenset(out)
 
 
@@ -81,6 +95,8 @@ def removable(program: Program, features: Iterable[Feature]) -> frozenset[Featur
             if feature == "float_exponent" and not float(step[3]).is_integer():
                 continue
             out.add(feature)
+    if "reuse" in wanted and reuse.reuses(program) and reuse.tree_form(program) is not None:
+        out.add("reuse")
     return frozenset(out)
 
 
@@ -133,7 +149,12 @@ def without(program: Program, features: Iterable[Feature]) -> Program:
             steps.append([target, op, args[0], int(args[1])])
         else:
             steps.append([target, op, *args])
-    return {**program, "leaves": leaves, "steps": steps}
+    rewritten = {**program, "leaves": leaves, "steps": steps}
+    if "reuse" in drop:
+        # Last: the rewrites above use each value they add once, and a copy of a node that one
+        # of them rewrote is built from its rewritten form.
+        rewritten = reuse.tree_form(rewritten) or rewritten
+    return rewritten
 
 
 # --- proving two programs compute the same function -------------------------------------------
@@ -228,12 +249,24 @@ _NUDGES = (0.0, 0.137, -0.211, 0.353)
 
 def same_function(original: Program, rewritten: Program) -> str:
     """Why ``rewritten`` is not ``original`` ("" when it is): every node and leaf the original
-    names must hold the same value and gradient in both, at the planned inputs and near them,
-    and leaves the rewrite adds must be constants of its own."""
+    names must hold the same value and gradient in both, at the planned inputs and near them;
+    leaves the rewrite adds must be constants of its own or copies (grader/reuse.py) that hold
+    their original's value wherever it is, and an original's gradient is its own plus its
+    copies' (each use's share, added up where the original accumulated them)."""
     missing = [n for n in original["leaves"] if n not in rewritten["leaves"]]
     if missing:
         return f"the rewritten program has no leaf {missing[0]}"
+    copied = reuse.copies(rewritten)
+    named = set(original["leaves"]) | {s[0] for s in original["steps"] if s[0]}
+    built = set(rewritten["leaves"]) | {s[0] for s in rewritten["steps"] if s[0]}
+    stray = [c for c, o in copied.items() if c in named or c not in built or o not in named]
+    if stray:
+        return f"{stray[0]} is not a new copy of a value the original names"
     added = [n for n in rewritten["leaves"] if n not in original["leaves"]]
+    for name in added:  # a copied leaf starts where its original does: the plan sends these inputs
+        of = copied.get(name)
+        if of in original["leaves"] and float(rewritten["leaves"][name]) != float(original["leaves"][of]):
+            return f"{name} is {rewritten['leaves'][name]!r} but the {of} it copies is {original['leaves'][of]!r}"
     checked = 0
     for index, nudge in enumerate(_NUDGES):
         point = {
@@ -246,10 +279,15 @@ def same_function(original: Program, rewritten: Program) -> str:
             if index == 0:
                 return "the original program is undefined at its own inputs"
             continue
+        # A copied leaf moves with its original; a constant stays.
+        extra = {n: point[copied[n]] if copied.get(n) in point else rewritten["leaves"][n] for n in added}
         try:
-            got = simulate(rewritten, {**point, **{n: rewritten["leaves"][n] for n in added}})
+            got = _summed(simulate(rewritten, {**point, **extra}), copied)
         except _Undefined as error:
             return f"the rewritten program is undefined where the original is not ({error})"
+        for copy, of in copied.items():
+            if abs(got[f"{copy}.data"] - want[f"{of}.data"]) > 1e-9 + 1e-9 * abs(want[f"{of}.data"]):
+                return f"{copy} is {got[f'{copy}.data']!r} but the {of} it copies is {want[f'{of}.data']!r}"
         for key, value in want.items():
             other = got.get(key)
             if other is None:
@@ -258,3 +296,11 @@ def same_function(original: Program, rewritten: Program) -> str:
                 return f"{key} is {other!r} in the rewritten program but {value!r} in the original"
         checked += 1
     return "" if checked else "the programs could not be compared at any point"
+
+
+def _summed(values: dict[str, float], copied: Mapping[str, str]) -> dict[str, float]:
+    """Each original's gradient with its copies' shares added: what the original accumulates."""
+    out = dict(values)
+    for original, its in reuse.shares(copied).items():
+        out[f"{original}.grad"] = out.get(f"{original}.grad", 0.0) + sum(values[f"{c}.grad"] for c in its)
+    return out

@@ -143,11 +143,11 @@ def build_plan(rubric: Rubric, *, seed: int, visible_only: bool) -> Plan:
     checks = tuple(c for c in rubric.checks if not visible_only or c.visibility is Visibility.VISIBLE)
     needed: list[str] = []
     for check in checks:
-        for probe_id in (check.probe, check.fallback.probe if check.fallback else None):
-            if probe_id is not None and probe_id not in needed:
+        for probe_id in (check.probe, *(f.probe for f in check.fallbacks)):
+            if probe_id not in needed:
                 needed.append(probe_id)
     shown = {
-        p for c in checks if c.visibility is Visibility.VISIBLE for p in (c.probe, c.fallback and c.fallback.probe)
+        p for c in checks if c.visibility is Visibility.VISIBLE for p in (c.probe, *(f.probe for f in c.fallbacks))
     }
     expanded = [replace(_expand_named(rubric, name, seed), hidden=name not in shown) for name in needed]
     # Every run whose output a student may see comes before the first run that holds a hidden
@@ -201,15 +201,16 @@ def probe_features(probe: Probe) -> frozenset[str]:
     whatever its inputs: the structure of a probe's programs does not depend on the draws."""
     if probe.kind == "program":
         steps = compile_steps([leaf.name for leaf in probe.leaves], probe.steps)
-        return removable({"leaves": {}, "steps": steps}, FEATURES)
+        return removable({"leaves": dict.fromkeys((leaf.name for leaf in probe.leaves), 0.0), "steps": steps}, FEATURES)
     if probe.kind == "fd_op":
         found: set[str] = set()
         for program in _fd_programs(probe, random.Random(0), 0):
             found |= removable(program, FEATURES)
         return frozenset(found)
     if probe.kind == "random_dag":
-        # Every graph weighs its nodes by plain numbers (0.5 + 0.25k, the upstream 1.7).
-        return frozenset({"number"}.union(*(DAG_OP_FEATURES.get(op, ()) for op in probe.ops)))
+        # Every graph weighs its nodes by plain numbers (0.5 + 0.25k, the upstream 1.7), and
+        # their nodes are drawn from the same few leaves: a value used twice is the rule.
+        return frozenset({"number", "reuse"}.union(*(DAG_OP_FEATURES.get(op, ()) for op in probe.ops)))
     return frozenset()
 
 

@@ -151,11 +151,20 @@ class Check:
     # when the same computation on hidden random inputs (this check) passes at least once.
     vouched_by: str | None = None
     fallback: Fallback | None = None
+    # Derived only: the form without every feature, ``features.APART`` ones included, tried
+    # before ``fallback`` and only when a check that measures one of those fails.
+    apart: Fallback | None = None
+
+    @property
+    def fallbacks(self) -> tuple[Fallback, ...]:
+        """The other forms, in the order they are tried: the first whose ``when_failing`` names a
+        failed check is the one judged."""
+        return tuple(f for f in (self.apart, self.fallback) if f is not None)
 
     @property
     def depends_on(self) -> tuple[str, ...]:
         """Checks whose results must be known before this one is judged."""
-        return self.requires + (self.fallback.when_failing if self.fallback else ())
+        return self.requires + tuple(r for f in self.fallbacks for r in f.when_failing)
 
 
 @dataclass(frozen=True)
@@ -196,6 +205,9 @@ class Rubric:
     # Feature (grader/features.py) -> the checks that measure it. When one of them fails, the
     # probes of every other check are judged in a form without that feature.
     features: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # Feature -> sections whose whole subject it is: every probe of their checks keeps it, also
+    # those whose own checks do not measure it (a section on accumulation reuses values throughout).
+    kept_in: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def checks(self) -> tuple[Check, ...]:
@@ -270,7 +282,7 @@ def load_rubric(path: Path | str = DEFAULT_RUBRIC) -> Rubric:
             tolerances[name] = Tolerance(fields["abs"].number(0), get(fields, "rel", lambda n: n.number(0), 0.0))
     probes = {name: _probe(name, node) for name, node in top["probes"].items()}
     sections = tuple(_section(node, probes, tolerances) for node in top["sections"].sequence())
-    features = _features(top["features"]) if "features" in top else {}
+    features, kept_in = _features(top["features"]) if "features" in top else ({}, {})
     rubric = Rubric(
         name=assignment["name"].text(),
         filename=assignment["file"].text(),
@@ -294,6 +306,7 @@ def load_rubric(path: Path | str = DEFAULT_RUBRIC) -> Rubric:
             get(assignment, "counterexamples", lambda n: n.choice(COUNTEREXAMPLES_SHOWN), "after_due_date"),
         ),
         features=features,
+        kept_in=kept_in,
     )
     _check_features(rubric, top)
     _check_fallbacks(rubric, top)
@@ -532,20 +545,24 @@ def _no_cycles(rubric: Rubric, top: dict[str, Node]) -> None:
 CORE_SUFFIX = "~core"  # a derived probe's id: the original's id and this
 
 
-def _features(node: Node) -> dict[str, tuple[str, ...]]:
+def _features(node: Node) -> tuple[dict[str, tuple[str, ...]], dict[str, tuple[str, ...]]]:
+    """Feature -> the checks that measure it, and feature -> the sections that keep it."""
     from .features import FEATURES  # local import: features has no rubric types, plan does
 
     out: dict[str, tuple[str, ...]] = {}
+    kept: dict[str, tuple[str, ...]] = {}
     for name, entry in node.items():
         if name not in FEATURES:
             near = difflib.get_close_matches(name, FEATURES, n=1)
             raise entry.fail(f"no feature named '{name}'" + (f" (did you mean '{near[0]}'?)" if near else ""))
-        fields = entry.mapping(("measured_by",), required=("measured_by",))
+        fields = entry.mapping(("measured_by", "kept_in"), required=("measured_by",))
         measuring = fields["measured_by"].texts()
         if not measuring:
             raise fields["measured_by"].fail("name at least one check")
         out[name] = measuring
-    return out
+        if "kept_in" in fields:
+            kept[name] = fields["kept_in"].texts()
+    return out, kept
 
 
 def _check_features(rubric: Rubric, top: dict[str, Node]) -> None:
@@ -563,6 +580,11 @@ def _check_features(rubric: Rubric, top: dict[str, Node]) -> None:
                 )
         if not any(by_id[c].points > 0 for c in measuring):
             raise top["features"].fail(f"feature {feature}: no check that measures it is worth points")
+    tags = {s.tag for s in rubric.sections}
+    for feature, sections in rubric.kept_in.items():
+        unknown = [t for t in sections if t not in tags]
+        if unknown:
+            raise top["features"].fail(f"feature {feature} is kept_in unknown section '{unknown[0]}'")
 
 
 def _check_fallbacks(rubric: Rubric, top: dict[str, Node]) -> None:
@@ -602,12 +624,17 @@ def _check_fallbacks(rubric: Rubric, top: dict[str, Node]) -> None:
 def _derive_fallbacks(rubric: Rubric, top: dict[str, Node]) -> Rubric:
     """For every check whose probe relies on a feature another check measures: a fallback to
     the probe's form without the features it does not measure itself, used when a check that
-    measures one of them fails."""
+    measures one of them fails. ``features.APART`` ones are taken out only when a check that
+    measures them fails: a second form, without them as well, tried first."""
     if not rubric.features:
         return rubric
-    from .plan import probe_features  # local import: plan depends on rubric types
+    from .features import APART  # local imports: features and plan depend on rubric types
+    from .plan import probe_features
 
     by_id = {c.id: c for c in rubric.checks}
+    sections_of: dict[str, set[str]] = {}  # probe -> the sections of the checks that use it
+    for c in rubric.checks:
+        sections_of.setdefault(c.probe, set()).add(c.section)
     probes = dict(rubric.probes)
     sections = []
     for section in rubric.sections:
@@ -617,19 +644,32 @@ def _derive_fallbacks(rubric: Rubric, top: dict[str, Node]) -> Rubric:
             if check.fallback is not None or probe.kind not in ("program", "fd_op", "random_dag"):
                 checks.append(check)
                 continue
-            # A feature measured by a check of this very probe is the probe's subject: kept.
+            # A feature measured by a check of this very probe is the probe's subject: kept; so is
+            # one that is the subject of a whole section this probe's checks belong to.
             owned = {
                 f for f, measuring in rubric.features.items() if any(by_id[m].probe == probe.id for m in measuring)
-            }
+            } | {f for f, tags in rubric.kept_in.items() if sections_of[probe.id] & set(tags)}
             used = sorted(probe_features(probe) & set(rubric.features) - owned)
-            when = tuple(dict.fromkeys(m for f in used for m in rubric.features[f] if by_id[m].probe != probe.id))
-            if not used or not when:
+            together = [f for f in used if f not in APART]
+            # The form without the features taken out together, when a check of theirs fails;
+            # then the form without every one, when a check of an apart feature fails.
+            forms = ((together, together), (used, [f for f in used if f in APART]))
+            fallbacks: list[Fallback] = []
+            for without, measured in forms:
+                failing = tuple(
+                    dict.fromkeys(m for f in measured for m in rubric.features[f] if by_id[m].probe != probe.id)
+                )
+                if not without or not failing:
+                    continue
+                core = probe.id + ("~tree" if fallbacks else "") + CORE_SUFFIX
+                if core in rubric.probes:
+                    raise top["probes"].fail(f"probe {core}: names ending in {CORE_SUFFIX} are the derived forms'")
+                probes[core] = replace(probe, id=core, core_of=probe.id, without=tuple(without))
+                fallbacks.append(Fallback(core, failing, "", derived=True))
+            if not fallbacks:
                 checks.append(check)
                 continue
-            core = probe.id + CORE_SUFFIX
-            if core in rubric.probes:
-                raise top["probes"].fail(f"probe {core}: names ending in {CORE_SUFFIX} are the derived forms'")
-            probes[core] = replace(probe, id=core, core_of=probe.id, without=tuple(used))
-            checks.append(replace(check, fallback=Fallback(core, when, "", derived=True)))
+            apart = fallbacks[1] if len(fallbacks) > 1 else None
+            checks.append(replace(check, fallback=fallbacks[0], apart=apart))
         sections.append(replace(section, checks=tuple(checks)))
     return replace(rubric, probes=probes, sections=tuple(sections))

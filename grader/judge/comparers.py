@@ -18,6 +18,7 @@ from sandbox.harness import wire
 from ..plan import PlannedProbe
 from ..program import consumers
 from ..results import Comparison
+from ..reuse import original_key
 from ..rubric import Check, Tolerance
 from .expected import Expected, math_expected
 from .figures import op_matches
@@ -74,6 +75,13 @@ def number_ok(observed: Observed | None, expected: float, tolerance: Tolerance) 
 
 def selected(key: str, patterns: Sequence[str]) -> bool:
     return not patterns or any(fnmatch.fnmatchcase(key, p) for p in patterns)
+
+
+def observes(ctx: Context, index: int, key: str) -> bool:
+    """Does the check compare this quantity? A copy's (grader/reuse.py) counts as its original's:
+    the check that compares x.grad compares each copy's share of it."""
+    program = ctx.probe.programs[index] if index < len(ctx.probe.programs) else {}
+    return selected(original_key(program, key), ctx.check.observe)
 
 
 def missing_reason(ctx: Context, index: int) -> Verdict:
@@ -133,7 +141,7 @@ def nontrivial(ctx: Context, index: int) -> bool:
     grads = [
         want
         for key, want in expected_values(ctx, index).items()
-        if key.endswith(".grad") and selected(key, ctx.check.observe) and isinstance(want, float)
+        if key.endswith(".grad") and observes(ctx, index, key) and isinstance(want, float)
     ]
     return not grads or any(abs(want) > 1e-12 for want in grads)
 
@@ -143,7 +151,7 @@ def values(ctx: Context, index: int) -> Verdict:
     observed = ctx.report.observations(index)
     verdict = Verdict(True)
     for key, want in expected.items():
-        if not selected(key, ctx.check.observe) or not isinstance(want, float) or isinstance(want, bool):
+        if not observes(ctx, index, key) or not isinstance(want, float) or isinstance(want, bool):
             continue
         got = observed.get(key)
         ok = number_ok(got, want, ctx.tolerance)
@@ -159,7 +167,7 @@ def graph(ctx: Context, index: int) -> Verdict:
     expected = ctx.expected.program(ctx.probe.id, index)
     observed = ctx.report.observations(index)
     verdict = Verdict(True)
-    for key in [k for k in expected if selected(k, ctx.check.observe)]:
+    for key in [k for k in expected if observes(ctx, index, k)]:
         want, got = expected[key], observed.get(key)
         ok = op_matches(want, got) if key.endswith(".op") else got == want
         verdict.comparisons.append(Comparison(key, fmt(want), fmt(got), ok))

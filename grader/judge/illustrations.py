@@ -12,7 +12,7 @@ from ..plan import Plan
 from ..program import expression, program_root
 from ..results import CheckResult, FdRow, GraphFigure
 from ..rubric import Compare, Rubric
-from .comparers import Context, missing_reason, number_ok, selected
+from .comparers import Context, missing_reason, number_ok, observes
 from .expected import Expected, math_expected
 from .figures import build_figure
 from .records import SandboxReport
@@ -32,7 +32,7 @@ def fd_rows(ctx: Context) -> tuple[FdRow, ...]:
         operation = expression(program)
         for leaf in program["leaves"]:
             key = f"{leaf}.grad"
-            if key not in numeric or not selected(key, ctx.check.observe):
+            if key not in numeric or not observes(ctx, index, key):
                 continue
             got, want = observed.get(key), numeric[key]
             rel = math.nan

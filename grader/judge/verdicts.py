@@ -87,16 +87,19 @@ def _say_once(rubric: Rubric, plan: Plan, results: dict[str, CheckResult]) -> No
             measures.setdefault(check_id, set()).add(feature)
     told: dict[str, tuple[set[str], set[str]]] = {}  # measuring check -> (features, section titles)
     for check in plan.checks:
-        fallback = check.fallback
-        if fallback is None or not fallback.derived or probe_for(check, results) == check.probe:
+        judged = probe_for(check, results)
+        fallback = next((f for f in check.fallbacks if f.probe == judged), None)
+        if fallback is None or not fallback.derived:
             continue
-        failing = [r for r in fallback.when_failing if r in results and not results[r].passed]
+        failing = [r for f in check.fallbacks for r in f.when_failing if r in results and not results[r].passed]
         failing.sort(key=lambda r: results[r].visibility is not Visibility.VISIBLE)
-        left_out = set(rubric.probes[fallback.probe].without)
-        owner = failing[0]
-        features, sections = told.setdefault(owner, (set(), set()))
-        features |= left_out & measures.get(owner, set())
-        sections.add(rubric.section(check.section).title)
+        # Each feature left out is told on the first failing check that measures it.
+        for feature in rubric.probes[fallback.probe].without:
+            owner = next((r for r in failing if feature in measures.get(r, set())), None)
+            if owner is not None:
+                features, sections = told.setdefault(owner, (set(), set()))
+                features.add(feature)
+                sections.add(rubric.section(check.section).title)
     for owner, (features, sections) in told.items():
         words = "; ".join(PLAIN_WORDS[f] for f in FEATURES if f in features)
         note = (
@@ -130,10 +133,10 @@ def _judging_order(checks: tuple[Check, ...]) -> list[Check]:
 
 
 def probe_for(check: Check, results: dict[str, CheckResult]) -> str:
-    """The check's own probe, or its fallback when a check it names has failed."""
-    fallback = check.fallback
-    if fallback and any(r in results and not results[r].passed for r in fallback.when_failing):
-        return fallback.probe
+    """The check's own probe, or the first of its fallbacks that names a check that has failed."""
+    for fallback in check.fallbacks:
+        if any(r in results and not results[r].passed for r in fallback.when_failing):
+            return fallback.probe
     return check.probe
 
 

@@ -267,7 +267,7 @@ def test_plan_header(rubric) -> None:
     ]
     assert kinds == sorted(kinds, key=["shown", "mutation", "hidden"].index) and kinds.count("mutation") == 1
     shown = {c.probe for c in rubric.checks if c.visibility is Visibility.VISIBLE}
-    shown |= {c.fallback.probe for c in rubric.checks if c.visibility is Visibility.VISIBLE and c.fallback}
+    shown |= {f.probe for c in rubric.checks if c.visibility is Visibility.VISIBLE for f in c.fallbacks}
     assert {p["id"] for p in body["probes"] if p.get("hidden")} == {p["id"] for p in body["probes"]} - shown - {
         "mutation"
     }
@@ -332,7 +332,7 @@ def test_visible_only_plan_has_no_hidden_probe(rubric) -> None:
     hidden_only = {c.probe for c in rubric.checks} - {c.probe for c in visible}
     assert {"part1_random", "neuron_random", "diamond", "random_dags", "fd_add", "fd_log"} <= hidden_only
     # A visible check's form without the features other checks measure is shown too.
-    derived = {c.fallback.probe for c in visible if c.fallback}
+    derived = {f.probe for c in visible for f in c.fallbacks}
     assert {p.id for p in plan.probes} == {c.probe for c in visible} | derived
     assert not any(plan.probe(p).hidden for p in derived)
     body = plan.to_bytes(rubric, nonce=NONCE, isolate=False)

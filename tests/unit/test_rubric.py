@@ -120,7 +120,7 @@ def test_shipped_rubric_details(shipped) -> None:
 
 def test_shipped_rubric_builds_a_plan(shipped) -> None:
     plan = build_plan(shipped, seed=0, visible_only=False)
-    fallbacks = {c.fallback.probe for c in shipped.checks if c.fallback}
+    fallbacks = {f.probe for c in shipped.checks for f in c.fallbacks}
     assert fallbacks
     assert {p.id for p in plan.probes} == {c.probe for c in shipped.checks} | fallbacks
 
