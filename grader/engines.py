@@ -19,7 +19,10 @@ import ast
 import functools
 import hashlib
 import hmac
+import json
+import os
 import random
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -172,8 +175,56 @@ def step5_chaffs() -> tuple[str, ...]:
 
 @functools.lru_cache(maxsize=8)
 def engine_texts(ids: tuple[str, ...], key: bytes, reference: Path = REFERENCE) -> dict[str, str]:
-    """Each named engine's disguised text: wheats by id, chaffs by catalogue id."""
+    """Each named engine's disguised text: wheats by id, chaffs by catalogue id. Made once per
+    rubric and key and kept on disk (``cache_dir()``), so a self-check pays for none of it."""
+    digest = _inputs_digest(ids, key, reference)
+    stored = _read_cache(digest, ids)
+    if stored is not None:
+        return stored
     known = {w.id: w for w in wheats(reference)}
     chosen = [known[i] for i in ids if i in known]
     chosen += chaffs([i for i in ids if i not in known], reference)
-    return {e.id: e.text for e in disguised(chosen, key)}
+    texts = {e.id: e.text for e in disguised(chosen, key)}
+    _write_cache(digest, texts)
+    return texts
+
+
+def cache_dir() -> Path:
+    """Where made engines are kept: ``$AUTOGRAD_GRADER_CACHE``, else the user's cache folder."""
+    base = os.environ.get("AUTOGRAD_GRADER_CACHE") or os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "autograd-grader" / "engines"
+
+
+def _inputs_digest(ids: tuple[str, ...], key: bytes, reference: Path) -> str:
+    """Everything an engine's text follows from: the key, the ids, the reference and the wheats,
+    and the code that writes bugs and disguises (a change to any of them makes new texts)."""
+    sha = hashlib.sha256(key + b"\0" + "\0".join(ids).encode())
+    code = Path(equivalents.__file__).parent
+    files = [reference, *sorted(reference.parent.joinpath("wheats").glob("*.py")), Path(__file__)]
+    files += sorted(code.rglob("*.py"))
+    for path in files:
+        sha.update(b"\0" + path.read_bytes())
+    return sha.hexdigest()
+
+
+def _read_cache(digest: str, ids: tuple[str, ...]) -> dict[str, str] | None:
+    try:
+        data = json.loads((cache_dir() / f"{digest}.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or set(data) != set(ids) or not all(isinstance(v, str) for v in data.values()):
+        return None  # another shape than this module writes: made again
+    return {str(k): str(v) for k, v in data.items()}
+
+
+def _write_cache(digest: str, texts: dict[str, str]) -> None:
+    """Atomically, readable by this user only; a cache that cannot be written is no error."""
+    folder = cache_dir()
+    try:
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        handle, name = tempfile.mkstemp(dir=folder, prefix=".engines-")
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            json.dump(texts, out)
+        os.replace(name, folder / f"{digest}.json")
+    except OSError:
+        return

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import textwrap
@@ -9,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.engines import REFERENCE, REFERENCE_WHEAT, chaffs, disguised, wheats
+from grader.engines import REFERENCE, REFERENCE_WHEAT, chaffs, disguised, engine_texts, wheats
 from grader.mutate import CATALOGUE, FORCED_FAIL, STEP5
 from sandbox.harness.mutation.gate import NoGate, spliced_all
 
@@ -102,3 +103,22 @@ def test_disguises_are_the_keys_and_differ_from_the_public_texts() -> None:
 def test_no_class_at_that_line_is_no_gate() -> None:
     with pytest.raises(NoGate):
         spliced_all("x = 1\n", "autograd_lab.py", "Value", 1, {REFERENCE_WHEAT: wheats()[0].text})
+
+
+def test_made_engines_are_kept_and_a_damaged_copy_is_made_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AUTOGRAD_GRADER_CACHE", str(tmp_path))
+    ids = (REFERENCE_WHEAT, STEP5)
+    engine_texts.cache_clear()
+    made = engine_texts(ids, b"k" * 16)
+    kept = list((tmp_path / "autograd-grader" / "engines").glob("*.json"))
+    assert len(kept) == 1 and set(made) == set(ids)
+    marked = {k: v + "\n# kept\n" for k, v in made.items()}
+    kept[0].write_text(json.dumps(marked), encoding="utf-8")
+    engine_texts.cache_clear()
+    assert engine_texts(ids, b"k" * 16) == marked  # read back, not made again
+    kept[0].write_text('{"wheat.reference": 1}', encoding="utf-8")
+    engine_texts.cache_clear()
+    assert engine_texts(ids, b"k" * 16) == made
+    engine_texts.cache_clear()
