@@ -122,3 +122,22 @@ def test_made_engines_are_kept_and_a_damaged_copy_is_made_again(
     engine_texts.cache_clear()
     assert engine_texts(ids, b"k" * 16) == made
     engine_texts.cache_clear()
+
+
+def test_no_method_of_a_disguised_engine_has_a_public_engines_bytecode() -> None:
+    def methods(text: str) -> dict[str, bytes]:
+        space: dict[str, object] = {}
+        exec(compile(text, "<engine>", "exec"), space)
+        cls = space["Value"]
+        found = {}
+        for name, member in vars(cls).items():
+            function = getattr(member, "__func__", member)
+            if hasattr(function, "__code__"):
+                found[name] = function.__code__.co_code
+        return found
+
+    public = {w.id: methods(w.text) for w in wheats()}
+    for engine in disguised((*wheats(), *chaffs([STEP5, FORCED_FAIL])), b"k" * 16):
+        mine = methods(engine.text)
+        known = {code for table in public.values() for code in table.values()}
+        assert not (set(mine.values()) & known), engine.id
