@@ -111,7 +111,12 @@ def test_differing_ignores_orders_and_labels(rubric: Rubric, plan: Plan) -> None
 def test_kill_matrix_predicts_sections_and_has_no_blind_spot(rubric: Rubric, plan: Plan) -> None:
     matrix = kill_matrix(rubric, plan)
     assert len(matrix.rows) == len(CATALOGUE) and not matrix.not_applicable and not matrix.blind_spots
-    assert matrix.predicted("topo_no_visited") == ("reuse", "bug_injection")
+    # The sections an engine with the bug loses points in; bug injection never (it judges the
+    # student's checks on the grader's engines), though the matrix shows the reference's own
+    # checks catching every chaff.
+    assert matrix.predicted("topo_no_visited") == ("reuse",)
+    assert matrix.predicted("acc_mul") == ("reuse",)  # charged once, where accumulation is measured
+    assert all(kills[matrix.sections.index("bug_injection")] for _, _, kills in matrix.rows)
     assert "finite_difference" in matrix.predicted("loc_tanh_linear")
     assert matrix.sections == tuple(s.tag for s in rubric.sections)
     text = matrix.render()
