@@ -76,6 +76,42 @@ def test_a_child_starved_of_its_core_is_charged_its_cpu_not_the_wait(one_core: i
     assert charged == pytest.approx(cpu, abs=0.1), (charged, cpu)  # the work was
 
 
+# A thread that works while the main thread waits for it, and stays until the process ends (a
+# thread that has ended takes its figures with it), as a probe child's reporter does.
+WORK_IN_A_THREAD = """
+import os, sys, threading
+done = threading.Event()
+
+def work():
+    x = 0
+    for i in range(int(sys.argv[1])):
+        x += i * i
+    done.set()
+    threading.Event().wait()
+
+threading.Thread(target=work, daemon=True).start()
+done.wait()
+os._exit(0)
+"""
+
+
+def test_a_thread_the_main_thread_waits_for_is_not_charged_its_wait_for_the_core(one_core: int) -> None:
+    # A probe child's main thread sleeps while its reporter thread works: with both counted as the
+    # child's own, the reporter's wait for a core is the machine's doing, as the main thread's is.
+    spinners = [subprocess.Popen([sys.executable, "-c", SPIN]) for _ in range(4)]
+    try:
+        started = time.monotonic()
+        child = subprocess.Popen([sys.executable, "-c", WORK_IN_A_THREAD, "3000000"])
+        charged, cpu = _watch_with_cpu(child, RunClock(child.pid, None, threads=2))
+        wall = time.monotonic() - started
+    finally:
+        for spinner in spinners:
+            spinner.kill()
+            spinner.wait()
+    assert wall > 2 * charged, (wall, charged)
+    assert charged == pytest.approx(cpu, abs=0.1), (charged, cpu)
+
+
 def test_restart_counts_from_then_and_spent_keeps_everything() -> None:
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(0.3); time.sleep(0.3)"])
     clock = RunClock(child.pid, None)

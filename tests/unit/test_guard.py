@@ -65,8 +65,80 @@ def test_the_standard_library_carries_on_without_frames() -> None:
     assert out == "1 True"
 
 
-def test_privileged_reads_frames() -> None:
-    assert _after_hook("import sys\nprint(privileged(lambda: sys._getframe() is not None))") == "True"
+def test_privileged_reads_a_traceback_on_the_main_thread_only() -> None:
+    out = _after_hook(
+        """
+        import sys, threading
+        try:
+            1 / 0
+        except ZeroDivisionError as error:
+            trace = error.__traceback__
+        print(privileged(lambda: trace.tb_frame is not None))
+        try:
+            privileged(sys._getframe)  # frame attributes only
+        except ValueError:
+            print("refused")
+        seen = []
+
+        def elsewhere():
+            try:
+                privileged(lambda: trace.tb_frame)
+            except AttributeError:
+                seen.append("refused")
+
+        thread = threading.Thread(target=elsewhere)
+        thread.start()
+        thread.join()
+        print(*seen)
+        """
+    )
+    assert out.split() == ["True", "refused", "refused"]
+
+
+def test_the_hook_reads_no_name_student_code_can_rebind() -> None:
+    # Student code reaches this module's namespace and builtins (a frame of the main thread shows
+    # them), and a signal handler can run inside the hook: it reads only its closure.
+    import dis
+
+    from sandbox.harness.execution import guard
+
+    hook, _ = guard._make_hook(0)
+    cells = [cell.cell_contents for cell in hook.__closure__ or ()]
+    names_proc = next(f for f in cells if getattr(f, "__name__", "") == "names_proc")
+    for function in (hook, names_proc):
+        loads = {i.opname for i in dis.get_instructions(function)}
+        assert not loads & {"LOAD_GLOBAL", "LOAD_NAME", "STORE_GLOBAL", "DELETE_GLOBAL"}, function
+
+
+@pytest.mark.parametrize(
+    "attempt",
+    [
+        # os.path.realpath (Python code reading rebindable names) no longer decides.
+        "import os, posixpath\nos.lstat = lambda p, **k: os.stat('/')\nposixpath.islink = lambda p: False\n"
+        "open('/dev/fd/../mem', 'rb')",
+        "import os\nopen(os.path.join(os.getcwd(), *[os.pardir] * 30, 'proc', 'self', 'mem'), 'rb')",
+        "open('/proc/999999999/mem', 'rb')",  # not there yet: its nearest parent decides
+        # Its __fspath__ could answer otherwise when the file is opened.
+        "import io\nclass P:\n    def __fspath__(self):\n        return 'x'\nio.FileIO(P())",
+    ],
+)
+def test_proc_is_judged_by_what_a_path_resolves_to(attempt: str) -> None:
+    body = f"try:\n{textwrap.indent(attempt.strip(), '    ')}\nexcept PermissionError:\n    print('refused')\n"
+    body += "except OSError as error:\n    print('failed', error)\nelse:\n    print('allowed')"
+    assert _after_hook(body) == "refused"
+
+
+def test_plain_files_still_open(tmp_path: Path) -> None:
+    target = tmp_path / "made" / "here.txt"
+    target.parent.mkdir()
+    out = _after_hook(
+        f"""
+        with open({str(target)!r}, "w") as handle:
+            handle.write("x")
+        print(open({str(target).encode()!r}).read(), open(__import__("os").devnull).read() == "")
+        """
+    )
+    assert out == "x True"
 
 
 def test_private_copies_do_not_see_patched_modules() -> None:

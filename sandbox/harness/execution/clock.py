@@ -5,8 +5,9 @@ A run is charged the larger of two figures, both counted by the kernel:
 - its CPU time: on the sandbox's cgroup when this process has one of its own (every process
   the run started counts, threads and grandchildren included), else its process and the
   children it waited for (the local runner);
-- its wall time minus the time its main thread spent ready to run but waiting for a core
-  (``run_delay`` in ``/proc/<pid>/schedstat``) and minus the time the host took from this
+- its wall time minus the time its main thread (and a probe child's reporter thread, which
+  works while the main thread waits for it) spent ready to run but waiting for a core
+  (``run_delay`` in ``/proc/<pid>/task/<tid>/schedstat``) and minus the time the host took from this
   machine's cores (a virtual machine's ``steal`` in ``/proc/stat``, on the cores the sandbox
   may use): time spent sleeping, blocked or waiting for another process is charged; time lost
   to other work on the machine, or on the host under it, is not.
@@ -82,9 +83,15 @@ def process_cpu(pid: int) -> float:
     return sum(int(v) for v in fields[11:15]) / _TICK
 
 
-def run_delay(pid: int) -> float:
-    """Seconds ``pid``'s main thread has spent ready to run but waiting for a core."""
-    return int(_read(f"/proc/{pid}/schedstat").split()[1]) / 1e9
+def run_delay(pid: int, threads: int = 1) -> float:
+    """Seconds ``pid``'s main thread, and the next ``threads - 1`` threads it started (in order:
+    the first is a probe child's reporter, started before any student code), have spent ready to
+    run but waiting for a core."""
+    if threads == 1:
+        return int(_read(f"/proc/{pid}/schedstat").split()[1]) / 1e9
+    tids = sorted(int(tid) for tid in os.listdir(f"/proc/{pid}/task"))
+    own = [pid, *[tid for tid in tids if tid > pid][: threads - 1]]
+    return sum(int(_read(f"/proc/{pid}/task/{tid}/schedstat").split()[1]) for tid in own) / 1e9
 
 
 @functools.cache  # read at every poll; the cores a sandbox may use do not change under it
@@ -146,10 +153,11 @@ class RunClock:
     process figures are read. Readings are taken when asked; once the child has gone, what can
     no longer be read keeps its last value (``used`` never goes down)."""
 
-    def __init__(self, pid: int, sandbox: CpuSource | None, steal: StealSource = host_steal) -> None:
+    def __init__(self, pid: int, sandbox: CpuSource | None, steal: StealSource = host_steal, threads: int = 1) -> None:
         self.pid = pid
         self.sandbox = sandbox
         self.steal = steal
+        self.threads = threads  # the child's own threads whose waits for a core are not charged
         self.last = _Sample(time.monotonic(), 0.0, 0.0, {})
         self.last = self._sample()
         self.origin = self.last
@@ -158,7 +166,7 @@ class RunClock:
     def _sample(self) -> _Sample:
         now = time.monotonic()
         try:
-            delay = run_delay(self.pid)
+            delay = run_delay(self.pid, self.threads)
         except (OSError, ValueError, IndexError):
             delay = self.last.delay  # the child has gone (or is going)
         try:

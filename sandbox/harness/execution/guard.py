@@ -1,29 +1,36 @@
 """The audit hook a probe child installs before it loads student code (PEP 578).
 
-The process that runs student code also runs the harness code that observes it and the writer
-that reports what it saw. A hook cannot be removed once added, and every hook runs before the
-audited operation does, so from the student's import on, this one refuses the ways Python code
-reaches another function's frames and objects or the process's memory:
+In a probe child student code runs on the main thread (and on threads of its own); what
+observes the engine and writes records runs on a thread of its own (``reporter``), which no
+frame of the main thread leads to. The hook is the second line, for everything a frame is not:
+a hook cannot be removed once added, and it runs before the audited operation does, so from the
+student's import on it refuses the ways Python code reaches another thread's frames and objects
+or the process's memory:
 
 - frames: ``sys._getframe``, ``sys._current_frames``, and the ``tb_frame``, ``gi_frame``,
   ``cr_frame`` and ``ag_frame`` attributes (a traceback or generator leads to its caller);
 - the collector's lists of objects (``gc.get_objects``, ``get_referrers``, ``get_referents``);
 - tracing and profiling hooks, and further audit hooks (which would see the harness's events);
-- ``ctypes`` (raw memory), and opening, linking to or moving into anything under ``/proc``
-  (``/proc/self/mem``, another process's memory or descriptors);
+- ``ctypes`` (raw memory), and opening, moving into or creating anything that resolves to
+  ``/proc`` (``/proc/self/mem``, another process's memory or descriptors): judged by the
+  device of what the path, or its nearest existing parent, resolves to now, so no symlink,
+  ``..`` or rebound ``os.path`` function changes the answer; a path given as anything but
+  ``str``, ``bytes`` or a descriptor is refused (its ``__fspath__`` could answer differently
+  when the file is really opened); links are refused outright;
 - starting another program (``exec``, ``posix_spawn``, ``subprocess``, ``os.system``), which
   would run without this hook.
 
-Classes are not covered (Python audits no change to a class's attributes), so the harness code
-that runs after student code (``sealed``) calls no method of a class of its own.
+Student code can reach this module's namespace and its builtins (they are the main thread's),
+so the hook reads neither: everything it uses is bound in its closure when it is installed,
+and none of it can be changed through a frame of the hook (a signal handler can run inside it).
 
-The harness's own tracebacks are read through ``privileged``, which lifts the refusals for the
-duration of one call that runs no student code. What the hook leaves open is written down in
-docs/security.md.
+The main thread's server reads the student's tracebacks through ``privileged``, which lifts the
+frame refusals on the main thread only (whose frames lead nowhere); the reporter never needs it.
 """
 
 from __future__ import annotations
 
+import _thread
 import os
 import sys
 from collections.abc import Callable
@@ -60,39 +67,78 @@ class Refused(PermissionError):
     """An operation the grader does not allow while it observes an engine."""
 
 
-def _names_proc(path: Any) -> bool:
-    """The path, resolved as the kernel would resolve it now, lies under /proc."""
-    if isinstance(path, int):
-        return False  # an open descriptor: it was checked when it was opened
+def _proc_device() -> int | None:
     try:
-        text = os.fsdecode(os.fspath(path))
-    except (TypeError, ValueError):
-        return True  # a path this check cannot read is refused rather than guessed at
-    resolved = os.path.realpath(text)
-    return resolved == "/proc" or resolved.startswith("/proc/")  # no symlink can be made to fool this
+        return os.stat("/proc").st_dev
+    except OSError:
+        return None  # no /proc to reach (not Linux): nothing resolves there
 
 
-def install() -> Callable[[Callable[[], T]], T]:
-    """Add the hook; returns ``privileged(call)``, which runs ``call`` with the refusals lifted."""
-    lifted = [0]  # a closure cell: no name in any module leads to it
+def _make_hook(main: int) -> tuple[Callable[[str, tuple[Any, ...]], None], list[int]]:
+    """The hook, and the counter ``privileged`` lifts frame refusals with (main thread only)."""
+    lifted = [0]
+    frame_attributes, refused, path_events = _FRAME_ATTRIBUTES, _REFUSED, _PATH_EVENTS
+    refusal, attribute_error, value_error, os_error = Refused, AttributeError, ValueError, OSError
+    get_ident, stat, proc = _thread.get_ident, os.stat, _proc_device()
+    kind, subclass, size, number, text, raw = type, issubclass, len, int, str, bytes
+    exact_text, decode, split = str.__str__, bytes.decode, str.rpartition
+    encoding = sys.getfilesystemencoding()
+
+    def names_proc(path: Any) -> bool:
+        """The path, as the kernel would resolve it now (or its nearest existing parent, for a
+        file about to be made), lies on /proc; True for a path this check cannot read."""
+        given = kind(path)
+        if subclass(given, number):
+            return False  # an open descriptor: it was checked when it was opened
+        if subclass(given, raw):
+            try:
+                path = decode(path, encoding, "surrogateescape")
+            except value_error:
+                return True
+        elif subclass(given, text):
+            path = exact_text(path)  # its own characters, whatever a subclass says of itself
+        else:
+            return True
+        while True:
+            try:
+                return proc is not None and stat(path).st_dev == proc
+            except (os_error, value_error):
+                pass  # not there (yet): its parent decides
+            head, sep, _ = split(path, "/")
+            if not sep:
+                path = "."
+            elif head:
+                path = head
+            elif path != "/":
+                path = "/"
+            else:
+                return False
 
     def hook(event: str, args: tuple[Any, ...]) -> None:
-        if event == "builtins.id" or lifted[0]:
+        if event == "builtins.id":
             return  # id() is audited, and engines call it for every node they visit
         if event == "object.__getattr__":
-            if len(args) > 1 and args[1] in _FRAME_ATTRIBUTES:
-                raise AttributeError(f"{args[1]} is not available while the grader observes an engine")
+            if size(args) > 1 and args[1] in frame_attributes and not (lifted[0] and get_ident() == main):
+                raise attribute_error(f"{args[1]} is not available while the grader observes an engine")
             return
         if event == "sys._getframe":
             # ValueError is what the standard library expects when no frame is there
             # (collections.namedtuple, typing and logging carry on without one).
-            raise ValueError("call frames are not available while the grader observes an engine")
-        if event in _REFUSED or event.startswith("ctypes."):
-            raise Refused(f"{event} is not available while the grader observes an engine")
-        if event in _PATH_EVENTS and args and _names_proc(args[0]):
-            raise Refused("/proc is not available while the grader observes an engine")
-        if event == "os.rename" and len(args) > 1 and _names_proc(args[1]):
-            raise Refused("/proc is not available while the grader observes an engine")
+            raise value_error("call frames are not available while the grader observes an engine")
+        if event in refused or event.startswith("ctypes."):
+            raise refusal(f"{event} is not available while the grader observes an engine")
+        if event in path_events and args and names_proc(args[0]):
+            raise refusal("/proc is not available while the grader observes an engine")
+        if event == "os.rename" and size(args) > 1 and names_proc(args[1]):
+            raise refusal("/proc is not available while the grader observes an engine")
+
+    return hook, lifted
+
+
+def install() -> Callable[[Callable[[], T]], T]:
+    """Add the hook (from the main thread); returns ``privileged(call)``, which runs ``call`` with
+    the frame refusals lifted for the main thread, for reading a traceback of student code."""
+    hook, lifted = _make_hook(_thread.get_ident())
 
     def privileged(call: Callable[[], T]) -> T:
         lifted[0] += 1

@@ -181,7 +181,8 @@ class Runs:
         except BrokenPipeError:
             pass  # the child died before reading its task: its exit status says how
         channel = _Tagged(key, expects_done=task["kind"] in DONE_KINDS)
-        clock = RunClock(pid, self.cpu)
+        own = 2 if task["kind"] in DONE_KINDS else 1  # a probe child has its reporter thread too
+        clock = RunClock(pid, self.cpu, threads=own)
         try:
             records, summary = self._collect(pid, rec_r, out_r, schema, channel, limits, clock, charge)
         finally:
@@ -189,7 +190,7 @@ class Runs:
         after = self.last_pid()
         # Tasks started beyond the child itself: its threads and processes (or, where the
         # numbers cannot be read or have wrapped, perhaps some).
-        helpers = before is None or after is None or after - before > 1 or after < before
+        helpers = before is None or after is None or after - before > own or after < before
         charge.by_waiting = charge.by_waiting and helpers
         if summary.get("status") in (wire.OK, wire.EXITED) and not channel.done and channel.expects_done:
             summary["status"] = wire.FORGED  # it ended itself before the grader's last step

@@ -16,6 +16,12 @@ fresh namespaces that no ``sys.modules`` entry, import or class leads to:
   would otherwise hand out its module;
 - names listed in ``_INHERITED`` keep the fork server's value (the precompiled submission).
 
+A probe child builds two sets: the main thread's, which student code can reach once it runs (it
+runs on that thread, and a frame of it shows its module's namespace), and the reporter thread's
+(``detached``), which no name, frame or class leads to: its classes' methods get a namespace of
+builtins only, since ``object.__subclasses__()`` reaches every class and a namespace that holds
+one of the module's functions holds the module (its ``__globals__``).
+
 The code objects are compiled once, in the fork server (``prepare``); ``build`` runs in each child.
 """
 
@@ -37,6 +43,7 @@ MODULES = (
     "execution.guard",
     "probes.loader",
     "probes.programs",
+    "execution.reporter",
     "execution.child",
 )
 _INHERITED = {"probes.loader": ("_COMPILED",)}
@@ -53,8 +60,9 @@ def prepare() -> None:
             _CODE[name] = compile(handle.read(), path, "exec", dont_inherit=True)
 
 
-def build() -> dict[str, types.ModuleType]:
-    """Fresh private copies of every module in ``MODULES``, by its path below the harness root."""
+def build(names: tuple[str, ...] = MODULES, *, detached: bool = False) -> dict[str, types.ModuleType]:
+    """Fresh private copies of ``names`` and of what they import, by path below the harness root.
+    ``detached``: the methods of their classes lead to builtins only, not to the module."""
     if not _CODE:
         prepare()
     code = dict(_CODE)
@@ -110,10 +118,10 @@ def build() -> dict[str, types.ModuleType]:
         for inherited in _INHERITED.get(path, ()):
             if real is not None and hasattr(real, inherited):
                 setattr(module, inherited, dict(getattr(real, inherited)))
-        _detach_methods(module)
+        _detach_methods(module, detached)
         return module
 
-    for name in MODULES:
+    for name in names:
         copy(name)
     return made
 
@@ -133,12 +141,13 @@ def _absolute(name: str, package: Any, level: int) -> str:
     return f"{base[0]}.{name}" if name else base[0]
 
 
-def _detach_methods(module: types.ModuleType) -> None:
-    """Rebind the functions of the module's own classes to a namespace only they share."""
+def _detach_methods(module: types.ModuleType, bare: bool = False) -> None:
+    """Rebind the functions of the module's own classes to a namespace only they share: a copy
+    of the module's, or (``bare``) one holding builtins only."""
     for value in list(vars(module).values()):
         if not isinstance(value, type) or value.__module__ != module.__name__:
             continue
-        namespace = dict(vars(module))
+        namespace = {} if bare else dict(vars(module))
         namespace["__builtins__"] = dict(module.__dict__["__builtins__"])
         for attribute, member in list(vars(value).items()):
             wrapped = member.__func__ if isinstance(member, (staticmethod, classmethod)) else member

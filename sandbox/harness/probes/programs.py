@@ -4,6 +4,11 @@ The same code runs in the sandbox against the student's engine and on the host a
 reference, so observed and expected values are produced the same way. Everything read from
 an engine object goes through ``read_float``/``read_text``: student objects can lie through
 their dunder methods, so only stored float values are trusted, never ``__float__``.
+
+``observe`` and ``run_api`` never touch an engine object themselves: each step that does is one
+of ``PRIMITIVES``, reached through ``ask``. On the host that is a plain call (``call_here``); in
+a probe child the observing code runs on a thread that student code never runs on, and ``ask``
+has the main thread make the call (``execution/reporter.py``).
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ import math
 import operator
 import sys
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from .. import wire
@@ -20,6 +25,11 @@ from .. import wire
 Observation = Any  # float | bool | str | list[str] | {"nonfinite": ...} | {"bad": ...}
 Emit = Callable[[str, dict[str, Observation]], None]
 Make = Callable[[float], Any]
+# ask(kind, primitive, *args): what PRIMITIVES[primitive](*args) returns, as an engine object
+# (NODE), as JSON data (PLAIN), as a pair of both (PAIR), or (PARTIAL) as the pair of what a
+# series of reads gave before one raised and that exception (None when none did).
+Ask = Callable[..., Any]
+NODE, PLAIN, PAIR, PARTIAL = "node", "plain", "pair", "partial"
 
 MAX_TEXT = 60
 MAX_PARENTS = 64
@@ -170,7 +180,7 @@ def describe_step(step: list[Any]) -> str:
     return f"{target} = {shown[0]} {SYMBOLS[op]} {shown[1]}"
 
 
-def _apply(op: str, args: list[Any]) -> Any:
+def _apply(op: str, args: Sequence[Any]) -> Any:
     if op in BINARY:
         return BINARY[op](args[0], args[1])
     if op == "neg":
@@ -196,53 +206,61 @@ def run_program(make: Make, program: dict[str, Any], emit: Emit) -> dict[str, Ob
 Failure = tuple[str, Exception]  # (stage, the engine's exception)
 
 
-def observe(make: Make, program: dict[str, Any], emit: Emit) -> tuple[dict[str, Observation], Failure | None]:
+def call_here(kind: str, primitive: str, *args: Any) -> Any:
+    """``ask`` where the observing code and the engine share a thread (the host)."""
+    return PRIMITIVES[primitive](*args)
+
+
+def observe(
+    make: Make, program: dict[str, Any], emit: Emit, ask: Ask = call_here
+) -> tuple[dict[str, Observation], Failure | None]:
     """``run_program`` without an exception class of its own: the probe child's form, since student
-    code can rebind any class's attributes, but not a tuple's contents."""
+    code can rebind any class's attributes, but not a tuple's contents. Engine objects are only
+    held and handed back to ``ask``."""
     nodes: dict[str, Any] = {}
     obs: dict[str, Observation] = {}
     record = set(program.get("record", ()))
-    schedule: list[str] = []
+    schedule: Any = None
     backward_seen = False
     stage = "creating the leaves"
     try:
         for name, value in program["leaves"].items():
             stage = f"creating leaf {name} = Value({value!r})"
-            nodes[name] = make(float(value))
-            obs[f"{name}.data"] = read_float(nodes[name].data)
+            nodes[name], obs[f"{name}.data"] = ask(PAIR, "construct", make, float(value))
         for step in program["steps"]:
             stage = describe_step(step)
             target, op, *args = step
             if op == "backward":
                 if not backward_seen:
                     if "graph" in record:
-                        obs.update(_graph(nodes))
+                        obs.update(_fields(ask(PLAIN, "graph", tuple(nodes.items())), _graph_keys(nodes)))
                     emit("forward", dict(obs))
                     if "schedule" in record:
-                        _wrap_backwards(nodes, schedule)
+                        schedule = ask(NODE, "trace_backwards", tuple(nodes.items()))
                     backward_seen = True
-                nodes[args[0]].backward()
+                ask(PLAIN, "backward", nodes[args[0]])
                 continue
             if op == "sgd":
                 param, rate = nodes[args[0]], float(args[1])
-                data, grad = read_float(param.data), read_float(param.grad)
+                data, grad = ask(PLAIN, "read", param, "data"), ask(PLAIN, "read", param, "grad")
                 if not isinstance(data, float) or not isinstance(grad, float):
                     raise TypeError(f"{args[0]}.data or .grad is not a finite float")
-                nodes[target] = make(data - rate * grad)
+                nodes[target], obs[f"{target}.data"] = ask(PAIR, "construct", make, data - rate * grad)
             else:
-                operands = [nodes[a] if isinstance(a, str) else a for a in args]
-                nodes[target] = _apply(op, operands)
-            obs[f"{target}.data"] = read_float(nodes[target].data)
+                operands = tuple(nodes[a] if isinstance(a, str) else a for a in args)
+                nodes[target], obs[f"{target}.data"] = ask(PAIR, "apply", op, operands)
         if not backward_seen:
             if "graph" in record:
-                obs.update(_graph(nodes))
+                obs.update(_fields(ask(PLAIN, "graph", tuple(nodes.items())), _graph_keys(nodes)))
             emit("forward", dict(obs))
         stage = "reading gradients"
         if backward_seen:
-            for name, node in nodes.items():
-                obs[f"{name}.grad"] = read_float(node.grad)
+            grads, failed = ask(PARTIAL, "read_each", tuple(nodes.values()), "grad")
+            obs.update((f"{name}.grad", grad) for name, grad in zip(nodes, grads, strict=False))  # up to a failing read
+            if failed is not None:
+                raise failed
         if "schedule" in record:
-            obs["schedule"] = schedule[: MAX_PARENTS * 4]
+            obs["schedule"] = ask(PLAIN, "schedule", schedule) if schedule is not None else []
     except Exception as error:  # student code may raise anything; SystemExit is left to the caller
         return obs, (stage, error)
     return obs, None
@@ -329,23 +347,38 @@ def _reaches(cls: type, result: Any, targets: list[Any]) -> bool:
 
 
 def run_api(
-    cls: type, make: Make, x: float = API_X, y: float = API_Y, c: float = API_C, k: float = API_K
+    cls: type,
+    make: Make,
+    x: float = API_X,
+    y: float = API_Y,
+    c: float = API_C,
+    k: float = API_K,
+    ask: Ask = call_here,
 ) -> dict[str, Observation]:
     """Does each operation exist and build a linked node? On leaves ``x`` (> 0, for log) and ``y``,
     with plain floats ``c`` and ``k`` (not 0) on the other side."""
     obs: dict[str, Observation] = {}
-    try:
-        leaf = make(x)
-    except Exception as error:
-        obs["construct"] = f"{type(error).__name__}: {error}"[:200]
+    leaf, failure = ask(PAIR, "try_make", make, x)
+    if failure is not None:
+        obs["construct"] = failure
         return obs
     obs["construct"] = "ok"
     for field in ("data", "grad", "_prev", "_op", "_backward"):
-        obs[f"field.{field}"] = _field(leaf, field, x)
-    obs["method.backward"] = callable(getattr(leaf, "backward", None))
-    for op, build in API_OPERATIONS.items():
-        obs.update(_api_op(cls, make, op, build, (x, y, c, k)))
+        obs[f"field.{field}"] = ask(PLAIN, "field", leaf, field, x)
+    obs["method.backward"] = ask(PLAIN, "has_backward", leaf)
+    for op in API_OPERATIONS:
+        obs.update(_fields(ask(PLAIN, "api_op", cls, make, op, (x, y, c, k)), (f"op.{op}.status", f"op.{op}.data")))
     return obs
+
+
+def _fields(answer: dict[str, Observation], keys: Iterable[str]) -> dict[str, Observation]:
+    """The observations the observing code asked for, and only those: which quantities a
+    record holds is its decision, whatever an answer holds."""
+    return {key: answer[key] for key in keys if key in answer}
+
+
+def _graph_keys(nodes: dict[str, Any]) -> list[str]:
+    return [f"{name}.{part}" for name in nodes for part in ("prev", "op")]
 
 
 def _field(leaf: Any, field: str, x: float) -> Observation:
@@ -386,3 +419,79 @@ def _api_op(
         status = f"raised {type(error).__name__}: {error}"[:200]
         data = {wire.BAD: "raised"}
     return {f"op.{op}.status": status, f"op.{op}.data": data}
+
+
+# --- the steps that touch engine objects (run where the engine lives: see ``ask``) ---------------
+
+
+def _construct(make: Make, value: float) -> tuple[Any, Observation]:
+    node = make(value)
+    return node, read_float(node.data)
+
+
+def _apply_op(op: str, args: Sequence[Any]) -> tuple[Any, Observation]:
+    node = _apply(op, args)
+    return node, read_float(node.data)
+
+
+def _read(node: Any, field: str) -> Observation:
+    return read_float(getattr(node, field))
+
+
+def _read_each(nodes: Sequence[Any], field: str) -> tuple[list[Observation], Exception | None]:
+    values: list[Observation] = []
+    for node in nodes:
+        try:
+            values.append(read_float(getattr(node, field)))
+        except Exception as error:  # what was read before it stands, as it would one read at a time
+            return values, error
+    return values, None
+
+
+def _backward(node: Any) -> None:
+    node.backward()
+
+
+def _graph_of(items: tuple[tuple[str, Any], ...]) -> dict[str, Observation]:
+    return _graph(dict(items))
+
+
+def _trace_backwards(items: tuple[tuple[str, Any], ...]) -> list[str]:
+    schedule: list[str] = []
+    _wrap_backwards(dict(items), schedule)
+    return schedule
+
+
+def _schedule(schedule: list[str]) -> list[str]:
+    return schedule[: MAX_PARENTS * 4]
+
+
+def _try_make(make: Make, x: float) -> tuple[Any, str | None]:
+    try:
+        return make(x), None
+    except Exception as error:
+        return None, f"{type(error).__name__}: {error}"[:200]
+
+
+def _has_backward(leaf: Any) -> bool:
+    return callable(getattr(leaf, "backward", None))
+
+
+def _api_step(cls: type, make: Make, op: str, values: tuple[float, float, float, float]) -> dict[str, Observation]:
+    return _api_op(cls, make, op, API_OPERATIONS[op], values)
+
+
+PRIMITIVES: dict[str, Callable[..., Any]] = {
+    "construct": _construct,
+    "read": _read,
+    "read_each": _read_each,
+    "apply": _apply_op,
+    "backward": _backward,
+    "graph": _graph_of,
+    "trace_backwards": _trace_backwards,
+    "schedule": _schedule,
+    "try_make": _try_make,
+    "field": _field,
+    "has_backward": _has_backward,
+    "api_op": _api_step,
+}
