@@ -337,7 +337,7 @@ def _mutant(report: _Builder, probe: _ProbeBuilder, planned: PlannedProbe, recor
     name = record.get("mutant")
     if planned.kind != wire.MUTATION or not isinstance(name, str):
         return False
-    if name not in (*planned.mutants, wire.CLEAN, wire.EQUIVALENT, wire.REFERENCE):
+    if name not in (*planned.mutants, wire.CLEAN):
         return False
     if name in probe.mutants:
         report.duplicates += 1
