@@ -30,7 +30,7 @@ from typing import Literal
 
 from sandbox.harness import syntax
 from sandbox.harness.mutation import equivalents
-from sandbox.harness.mutation.mutate import BY_ID, FORCED_FAIL, STEP5, mutate
+from sandbox.harness.mutation.mutate import BY_ID, mutate
 
 REFERENCE = Path(__file__).resolve().parents[1] / "reference" / "autograd_lab.py"
 WHEATS = REFERENCE.parent / "wheats"
@@ -185,11 +185,6 @@ def disguised(engines: Sequence[Engine], key: bytes) -> tuple[Engine, ...]:
     """Each engine rewritten by harmless edits drawn from ``key`` (the assignment's): the same
     behaviour, bit for bit, in code no one outside the course has seen."""
     return _disguised(tuple(engines), key)
-
-
-def step5_chaffs() -> tuple[str, ...]:
-    """The guards every rubric's Step-5 section may name, besides the catalogue."""
-    return (STEP5, FORCED_FAIL)
 
 
 @functools.lru_cache(maxsize=8)

@@ -91,14 +91,14 @@ NOT_APPLICABLE: Final = "not_applicable"
 ScriptOutcome = Literal["passed", "failed", "crashed", "timeout", "not_applicable", "not_run"]
 SCRIPT_OUTCOMES: Final = frozenset(get_args(ScriptOutcome))
 
-# Mutant names that are not catalogue operators: the unmodified file, and the validity gate's copy.
 # A failed run the sandbox stopped, not the checks: never a caught bug.
 OUTPUT_LIMIT_STOP: Final = "OutputLimit"
 PROCESS_LIMIT_STOP: Final = "ProcessLimit"
 SANDBOX_STOPS: Final = (OUTPUT_LIMIT_STOP, PROCESS_LIMIT_STOP)
+# Runs that are not catalogue bugs: the file as submitted (its output shown, deciding nothing),
+# and the guard operator of a behaviour-identical copy.
 CLEAN: Final = "clean"
 EQUIVALENT: Final = "equivalent"
-REFERENCE: Final = "reference"  # the checks with the grader's correct class in place of the student's
 
 # --- values that are not finite floats, as {marker: text} ------------------------------------------
 NONFINITE: Final = "nonfinite"  # text: nan, inf, -inf or overflow

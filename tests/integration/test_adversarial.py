@@ -120,7 +120,27 @@ def case_source(name: str) -> bytes:
         return body.replace(anchor, f"        self._terms = {terms}\n" + anchor, 1).encode("utf-8")
     if kind == "forge_trick":
         return forge_trick(str(EXPECTED[name]["trick"]), str(EXPECTED[name]["twin"]))
+    if kind == "reference_with_attack":
+        return reference_with_attack(name)
     raise AssertionError(f"unknown generator {kind!r}")
+
+
+ATTACK_RUNS_FIRST = "# --- run first, in main():\n"
+
+
+def reference_with_attack(name: str) -> bytes:
+    """The reference with the case's ``attack.txt``: its definitions just before ``main()`` (after
+    a copy of the engine class under the name ``copy_class_as`` gives, if any), and the lines
+    after ``ATTACK_RUNS_FIRST`` as the first statements of ``main()``."""
+    body = REFERENCE.read_text(encoding="utf-8")
+    anchor = "def main() -> None:\n"
+    assert body.count(anchor) == 1, "the reference's main() moved: update reference_with_attack"
+    definitions, _, first = (SUITE / name / "attack.txt").read_text(encoding="utf-8").partition(ATTACK_RUNS_FIRST)
+    kept = EXPECTED[name].get("copy_class_as")
+    if kept:
+        engine = body[body.index("class Value:") : body.index("# " + "-" * 88 + "\n# The lab's checks")]
+        definitions = engine.replace("class Value:", f"class {kept}:", 1) + definitions
+    return body.replace(anchor, definitions + anchor + first, 1).encode("utf-8")
 
 
 def forge_trick(trick: str, twin: str) -> bytes:
@@ -269,7 +289,7 @@ def batch(tmp_path_factory: pytest.TempPathFactory) -> Batch:
     image = _runner_image()
     source = tmp_path_factory.mktemp("hostile")
     for name in CASES:
-        shutil.copytree(SUITE / name, source / name, ignore=shutil.ignore_patterns("expected.yaml"))
+        shutil.copytree(SUITE / name, source / name, ignore=shutil.ignore_patterns("expected.yaml", "attack.txt"))
         if EXPECTED[name].get("generate"):
             (source / name / "autograd_lab.py").write_bytes(case_source(name))
     for twin in TWIN_FILES:

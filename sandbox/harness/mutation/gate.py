@@ -20,7 +20,11 @@ class NoGate(Exception):
 
 
 def renamed(engine: str, class_name: str) -> str:
-    """``engine`` with its class ``Value`` (and every use of the name) called ``class_name``."""
+    """``engine`` with its class ``Value`` (and every use of the name) called ``class_name``.
+    The host writes every engine as ``ast.unparse`` does, so one for a class already named
+    ``Value`` is used as it is: no parse per engine and grading for most files."""
+    if class_name == "Value":
+        return engine.rstrip("\n") + "\n"
     try:
         tree = syntax.parse(engine, filename="<engine>")
     except (SyntaxError, ValueError, RecursionError, MemoryError) as error:
