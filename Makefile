@@ -55,15 +55,18 @@ lint: $(VENV)/.installed
 # `make test` is everything but the suites marked slow (minutes each: the hostile class graded
 # in Docker, a rush of 50 students, the service's fault tests, an 80-student class, every
 # operator on every engine of the corpus); `make test-slow` runs those, and CI runs both.
-# Each run ends with its 25 slowest tests, so the suite's time can be kept in hand.
+# Each run ends with its 25 slowest tests, so the suite's time can be kept in hand. Both run on
+# every core (pytest-xdist, one worker per CPU; TEST_JOBS=0 runs in one process).
 TEST_ENV := REQUIRE_DOCKER=1 REQUIRE_BROWSER=1 CHROMIUM=$(CHROMIUM)
+TEST_JOBS ?= auto
 TIMES := --durations=25 --durations-min=5
+PYTEST := $(TEST_ENV) $(PY) -m pytest tests -q -n $(TEST_JOBS) $(TIMES)
 
 test: image lint browser postgres
-	$(TEST_ENV) $(PY) -m pytest tests -q -m "not slow" $(TIMES)
+	$(PYTEST) -m "not slow"
 
 test-slow: image browser postgres
-	$(TEST_ENV) $(PY) -m pytest tests -q -m slow $(TIMES)
+	$(PYTEST) -m slow
 
 clean:
 	rm -rf $(OUT) $(VENV) .pytest_cache .mypy_cache .ruff_cache

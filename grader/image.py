@@ -51,6 +51,9 @@ SANDBOX_ENV: dict[str, str] = {
     # layout puts them and lose a pool when misaligned, so the same program would meet the memory
     # limit at a different point from one run to the next.
     "PYTHONMALLOC": "malloc",
+    # One malloc arena: a second thread (the child's record reporter, or the student's own) would
+    # otherwise reserve a 64 MiB arena of its own against the memory limit.
+    "MALLOC_ARENA_MAX": "1",
     "OPENBLAS_NUM_THREADS": "1",  # numpy must not spawn threads against the pids limit
     "OMP_NUM_THREADS": "1",
     "MPLBACKEND": "Agg",

@@ -80,9 +80,19 @@ def _own_engine_note(ctx: Context) -> str:
     if clean is None or clean.outcome == wire.PASSED:
         return ""
     return (
-        f" On your own engine they {_how(clean)}: whatever they found there is charged by the grader's checks "
+        f" On your own engine they {_own_how(clean)}: whatever they found there is charged by the grader's checks "
         "that measure it, not here."
     )
+
+
+def _own_how(clean: ScriptRun) -> str:
+    """The run on the student's own engine, in words: its output is theirs and shown, so what it
+    raised may be named too."""
+    if clean.outcome != wire.FAILED or not clean.exception or clean.exception in wire.SANDBOX_STOPS:
+        return _how(clean)
+    where = f" at line {clean.line}" if clean.line else ""
+    message = f": {clean.message[:300]}" if clean.message else ""
+    return f"failed{where} with {clean.exception}{message}"
 
 
 def checks_pass(ctx: Context, index: int) -> Verdict:

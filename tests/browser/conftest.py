@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 from playwright.sync_api import Browser, BrowserContext, ConsoleMessage, Dialog, Page, Request, Route, sync_playwright
+from run_counts import is_worker, mark_needs, needs
 from support import (
     HERE,
     REPO,
@@ -50,7 +51,10 @@ INSTALL_HINT = "install Debian's chromium package: apt-get install chromium"
 REQUIRE_BROWSER = os.environ.get("REQUIRE_BROWSER") == "1"
 CLASS_TITLE = "A8 autograd lab: browser test class"
 
-_browser_passed = 0
+
+class _Counts:
+    selected = 0
+    passed = 0
 
 
 def _in_this_folder(item: pytest.Item) -> bool:
@@ -71,24 +75,34 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: Any) -> Any:
-    global _browser_passed
     outcome = yield
     report = outcome.get_result()
     if not _in_this_folder(item):
         return
-    if report.when == "call" and report.passed and _uses_chromium(item):
-        _browser_passed += 1
+    if _uses_chromium(item):
+        mark_needs(report, "chromium")
     if REQUIRE_BROWSER and report.skipped:
         report.outcome = "failed"
         report.longrepr = f"Browser test skipped but REQUIRE_BROWSER=1: {report.longrepr}"
 
 
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    # Counted where every report arrives: the xdist controller, or the one process without it.
+    if not needs(report, "chromium"):
+        return
+    if report.when == "setup":
+        _Counts.selected += 1
+    if report.when == "call" and report.passed:
+        _Counts.passed += 1
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    selected = any(_in_this_folder(item) and _uses_chromium(item) for item in session.items)
+    if is_worker(session.config) or not _Counts.selected:
+        return
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
-    if reporter is not None and selected:
-        reporter.write_line(f"browser tests passed: {_browser_passed}")
-    if REQUIRE_BROWSER and selected and _browser_passed == 0 and exitstatus == 0:
+    if reporter is not None:
+        reporter.write_line(f"browser tests passed: {_Counts.passed} of {_Counts.selected}")
+    if REQUIRE_BROWSER and _Counts.passed == 0 and exitstatus == 0:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
@@ -116,16 +130,62 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         _require_chromium()
 
 
-@pytest.fixture(scope="session")
-def browser() -> Iterator[Browser]:
-    path = _require_chromium()
-    with sync_playwright() as playwright:
-        # --no-sandbox: Chromium's own sandbox needs user namespaces, which containers often lack.
-        launched = playwright.chromium.launch(executable_path=str(path), args=["--no-sandbox"])
-        try:
-            yield launched
-        finally:
-            launched.close()
+class _Chromium:
+    """One Chromium and one context for this folder's tests, closed as a worker leaves the folder:
+    Playwright's event loop must not live on into the service's tests, where Django refuses ORM
+    calls from a thread with a running loop. (A "package" fixture would not do: this folder is no
+    package, and there such a fixture lives as long as the session.)"""
+
+    def __init__(self) -> None:
+        self._playwright: Any = None
+        self._browser: Browser | None = None
+        self._context: BrowserContext | None = None
+        self.pages: dict[tuple[Path, ColorScheme], PageVisit] = {}
+
+    def browser(self) -> Browser:
+        if self._browser is None:
+            path = _require_chromium()
+            self._playwright = sync_playwright().start()
+            # --no-sandbox: Chromium's own sandbox needs user namespaces, which containers often lack.
+            self._browser = self._playwright.chromium.launch(executable_path=str(path), args=["--no-sandbox"])
+        return self._browser
+
+    def context(self) -> BrowserContext:
+        """One context for every page: pages are independent documents, and a context costs ~0.3 s."""
+        if self._context is None:
+            context = self.browser().new_context(viewport=VIEWPORT, device_scale_factor=1, reduced_motion="reduce")
+
+            def block(route: Route) -> None:
+                # The page's request listener has recorded it already; nothing may leave the machine.
+                route.abort()
+
+            context.route(re.compile(r"^(?!file:|data:)"), block)
+            self._context = context
+        return self._context
+
+    def close(self) -> None:
+        self.pages.clear()
+        for thing in (self._context, self._browser):
+            if thing is not None:
+                thing.close()
+        if self._playwright is not None:
+            self._playwright.stop()
+        self._playwright, self._browser, self._context = None, None, None
+
+
+_CHROMIUM = _Chromium()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    yield  # the test's own fixtures (its pages) first
+    if _in_this_folder(item) and (nextitem is None or not _in_this_folder(nextitem)):
+        _CHROMIUM.close()
+
+
+@pytest.fixture
+def browser() -> Browser:
+    return _CHROMIUM.browser()
 
 
 @pytest.fixture(scope="session")
@@ -156,18 +216,9 @@ def graded(tmp_path_factory: pytest.TempPathFactory) -> GradedPages:
     return GradedPages(out=out, results=results, feedback=feedback, index=index, similarity=out / "similarity.html")
 
 
-@pytest.fixture(scope="session")
-def browser_context(browser: Browser) -> Iterator[BrowserContext]:
-    """One context for every page: pages are independent documents, and a context costs ~0.3 s."""
-    context = browser.new_context(viewport=VIEWPORT, device_scale_factor=1, reduced_motion="reduce")
-
-    def block(route: Route) -> None:
-        # The page's request listener has recorded it already; nothing may leave the machine.
-        route.abort()
-
-    context.route(re.compile(r"^(?!file:|data:)"), block)
-    yield context
-    context.close()
+@pytest.fixture
+def browser_context() -> BrowserContext:
+    return _CHROMIUM.context()
 
 
 def visit(context: BrowserContext, path: Path, color_scheme: ColorScheme) -> PageVisit:
@@ -211,15 +262,14 @@ def open_page(browser_context: BrowserContext) -> Iterator[OpenPage]:
         page.close()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
 def loaded_page(browser_context: BrowserContext) -> OpenPage:
-    """A page opened once per session and shared by tests that only read it."""
-    cache: dict[tuple[Path, ColorScheme], PageVisit] = {}
+    """A page opened once while the folder runs, shared by tests that only read it."""
 
     def load(path: Path, *, color_scheme: ColorScheme = "light") -> PageVisit:
         key = (path, color_scheme)
-        if key not in cache:
-            cache[key] = visit(browser_context, path, color_scheme)
-        return cache[key]
+        if key not in _CHROMIUM.pages:
+            _CHROMIUM.pages[key] = visit(browser_context, path, color_scheme)
+        return _CHROMIUM.pages[key]
 
     return load

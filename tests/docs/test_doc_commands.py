@@ -302,7 +302,8 @@ def test_make_grade_runs_what_the_sample_class_test_grades(monkeypatch: pytest.M
 def test_the_suite_targets_run_pytest_with_their_marker(command: str, marker: str) -> None:
     assert COMMANDS[command].kind is Kind.SUITE
     pytest_line = _recipe(command.split()[1])[-1]
-    assert f"-m pytest tests -q {marker} " in f"{pytest_line} "
+    assert "-m pytest tests -q " in pytest_line and f" {marker} " in f"{pytest_line} "
+    assert " -n auto " in pytest_line, "both suites run on every core"
     assert "REQUIRE_DOCKER=1" in pytest_line and "REQUIRE_BROWSER=1" in pytest_line
 
 

@@ -233,6 +233,7 @@ def test_container_is_created_with_exactly_the_trust_boundary_settings() -> None
             "LANG": "C.UTF-8",
             "PYTHONHASHSEED": "0",
             "PYTHONMALLOC": "malloc",
+            "MALLOC_ARENA_MAX": "1",
             "OPENBLAS_NUM_THREADS": "1",
             "OMP_NUM_THREADS": "1",
             "MPLBACKEND": "Agg",

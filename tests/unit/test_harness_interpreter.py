@@ -43,6 +43,7 @@ def test_the_runners_start_the_interpreter_the_harness_expects() -> None:
     [
         (("-I",), {}, "-E or -I"),
         ((), {"PYTHONMALLOC": None}, "PYTHONMALLOC"),
+        ((), {"MALLOC_ARENA_MAX": "8"}, "MALLOC_ARENA_MAX"),
         ((), {"PYTHONHASHSEED": "random"}, "PYTHONHASHSEED"),
         ((), {"PYTHONPATH": "/tmp"}, "PYTHONPATH"),
     ],
