@@ -11,11 +11,13 @@ submission, one job per upload), none lost.
 
 With ``--flood``, the same rush twice on two slots, once as it is and once with one more
 student who, as it starts, sends ten self-checks and ten counted uploads (over two assignments) of
-a file that sleeps at import until its time limit: the other students' receipt and result
-times (upload to graded), with and without the flood, as ratios measured in the same run.
+a file that sleeps at import (``--import-sleep`` seconds; by default until its time limit): the
+other students' receipt and result times (upload to graded), with and without the flood, as
+ratios measured in the same run, and how long each of the flood's self-checks held a slot.
+``--flood-lanes self_check`` sends only the self-checks.
 
     python bench/bench_rush.py [--students 500] [--window 60] [--write BENCHMARKS.md]
-    python bench/bench_rush.py --flood [--students 60] [--window 60] [--write BENCHMARKS.md]
+    python bench/bench_rush.py --flood [--students 60] [--window 60] [--import-sleep 9] [--write BENCHMARKS.md]
 """
 
 from __future__ import annotations
@@ -58,16 +60,23 @@ class Rush:
     drain_seconds: float
     submissions: int
     results: list[float]  # upload to graded, per submission (the flood's own left out)
+    flood_held: list[float]  # seconds each of the flood's finished self-checks held a slot
 
 
 FLOODER = "flood0000"
 
 
-def sleepy() -> bytes:
-    """The reference engine, sleeping at import for longer than any time limit."""
+def sleepy(seconds: float) -> bytes:
+    """The reference engine, sleeping at import (3600 s: longer than any time limit)."""
     lines = (REPO / "reference" / "autograd_lab.py").read_text().splitlines(keepends=True)
     after = max(i for i, line in enumerate(lines) if line.startswith("from __future__")) + 1
-    return "".join([*lines[:after], "import time\ntime.sleep(3600)\n", *lines[after:]]).encode()
+    return "".join([*lines[:after], f"import time\ntime.sleep({seconds:g})\n", *lines[after:]]).encode()
+
+
+@dataclass(frozen=True)
+class Flood:
+    seconds: float  # how long the file sleeps at import
+    lanes: tuple[str, ...]  # self_check, submit
 
 
 class Stack:
@@ -163,11 +172,13 @@ def enrol(stack: Stack, students: int) -> dict[str, str]:
     return tokens
 
 
-def flood(stack: Stack, token: str) -> list[int]:
-    """Ten self-checks, then ten counted uploads over two assignments, of the sleeping file."""
+def flood(stack: Stack, token: str, how: Flood) -> list[int]:
+    """Ten self-checks, then ten counted uploads over two assignments, of the sleeping file (the
+    lanes ``how`` names)."""
     ids = []
-    body = sleepy()
-    for kind, slug in [("self_check", "a8")] * 10 + [("submit", "a8"), ("submit", "a9")] * 5:
+    body = sleepy(how.seconds)
+    sends = [("self_check", "a8")] * 10 + [("submit", "a8"), ("submit", "a9")] * 5
+    for kind, slug in (pair for pair in sends if pair[0] in how.lanes):
         response = requests.post(
             f"{stack.base}/api/v1/assignments/{slug}/submissions",
             headers={"Authorization": f"Token {token}"},
@@ -181,7 +192,7 @@ def flood(stack: Stack, token: str) -> list[int]:
     return ids
 
 
-def rush(stack: Stack, tokens: dict[str, str], window: float, workers: int, flooding: bool = False) -> Rush:
+def rush(stack: Stack, tokens: dict[str, str], window: float, workers: int, flooding: Flood | None = None) -> Rush:
     names = sorted(name for name in tokens if name != FLOODER)
     files = {name: SAMPLES[i % len(SAMPLES)].read_bytes() for i, name in enumerate(names)}
     spacing = window / len(names)
@@ -212,7 +223,7 @@ def rush(stack: Stack, tokens: dict[str, str], window: float, workers: int, floo
     flood_ids: list[int] = []
     try:
         with ThreadPoolExecutor(max_workers=32) as pool:
-            flooded = pool.submit(flood, stack, tokens[FLOODER]) if flooding else None
+            flooded = pool.submit(flood, stack, tokens[FLOODER], flooding) if flooding else None
             receipts = list(pool.map(send, range(len(names))))
             flood_ids = flooded.result() if flooded else []
         ids = ",".join(str(i) for i, _ in receipts)
@@ -235,9 +246,19 @@ def rush(stack: Stack, tokens: dict[str, str], window: float, workers: int, floo
         for process in processes:
             process.wait(timeout=120)
     check_exactly_once(stack, ids, len(receipts))
+    held: list[float] = []
     if flood_ids:
         check_flood_held_one_slot(stack, flood_ids)
-    return Rush(workers, [latency for _, latency in receipts], drained, len(receipts), results)
+        listed = ",".join(str(i) for i in flood_ids)
+        held = [
+            float(row[0])
+            for row in stack.sql(
+                "SELECT extract(epoch FROM r.finished_at - r.started_at) FROM submissions_gradingrun r "
+                "JOIN submissions_submission s ON s.id = r.submission_id "
+                f"WHERE s.id IN ({listed}) AND s.kind = 'self_check' AND r.finished_at IS NOT NULL"
+            )
+        ]
+    return Rush(workers, [latency for _, latency in receipts], drained, len(receipts), results, held)
 
 
 def check_flood_held_one_slot(stack: Stack, ids: list[int]) -> None:
@@ -283,6 +304,8 @@ def main() -> int:
     parser.add_argument("--window", type=float, default=60.0, help="seconds over which the uploads are sent")
     parser.add_argument("--write", type=Path, help="write the figures into this Markdown file")
     parser.add_argument("--flood", action="store_true", help="two slots, without and with a flooding student")
+    parser.add_argument("--import-sleep", type=float, default=3600.0, help="how long the flood's file sleeps at import")
+    parser.add_argument("--flood-lanes", default="self_check,submit", help="what the flood sends: self_check,submit")
     args = parser.parse_args()
     if args.flood:
         return main_flood(args)
@@ -345,21 +368,25 @@ def main_flood(args: argparse.Namespace) -> int:
         stack.start()
         tokens = enrol(stack, args.students)
         quiet = rush(stack, tokens, args.window, 2)
-        flooded = rush(stack, tokens, args.window, 2, flooding=True)
+        how = Flood(args.import_sleep, tuple(args.flood_lanes.split(",")))
+        flooded = rush(stack, tokens, args.window, 2, flooding=how)
     finally:
         stack.stop()
         shutil.rmtree(folder, ignore_errors=True)
         shutil.rmtree(cluster, ignore_errors=True)
     when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    sent = " and ".join(
+        {"self_check": "ten self-checks", "submit": "ten counted uploads (two assignments)"}[lane] for lane in how.lanes
+    )
+    slept = "until its time limit" if args.import_sleep >= 3600 else f"{args.import_sleep:g} s"
     lines = [
         "## A deadline rush with a flooding student (`bench/bench_rush.py --flood`)",
         "",
         f"Measured {when} on this machine ({os.cpu_count()} cores), two workers of one slot each: "
         f"{args.students} students, one counted upload each through the JSON API over {args.window:g} s "
-        "(loopback), full rubric; the same rush again while one more student sends, as it starts, ten "
-        "self-checks and ten counted uploads (two assignments) of a file that sleeps at import until its "
-        "time limit. Figures for the other students only; every one of their uploads graded exactly once, "
-        "and the flood never held two slots at once (checked).",
+        "(loopback), full rubric; the same rush again while one more student sends, as it starts, "
+        f"{sent} of a file that sleeps {slept} at import. Figures for the other students only; every "
+        "one of their uploads graded exactly once, and the flood never held two slots at once (checked).",
         "",
         "| rush | receipt p50 (s) | receipt p95 (s) | result p50 (s) | result p95 (s) | drain (s) |",
         "|---|---|---|---|---|---|",
@@ -372,13 +399,19 @@ def main_flood(args: argparse.Namespace) -> int:
         )
     ratio = percentile(flooded.results, 0.5) / percentile(quiet.results, 0.5)
     ratio95 = percentile(flooded.results, 0.95) / percentile(quiet.results, 0.95)
+    held = flooded.flood_held
+    holding = (
+        f"each of its self-checks that finished held a slot {statistics.median(held):.1f} s (median of "
+        f"{len(held)}, longest {max(held):.1f} s)"
+        if held
+        else "none of its self-checks finished within the rush"
+    )
     lines += [
         "",
         f"With the flood, the others' results come {ratio:.2f}x (p50) and {ratio95:.2f}x (p95) as late as "
-        "without it. The flood holds one slot of two at most, for as long as its sleeping file runs (each "
-        "of its gradings about 40 s: most of the rush), so the others share the other slot; none of them "
-        "waits behind the flood's queue (its latest job per assignment and lane waits behind everyone's "
-        "first, the rest are replaced). Without turns, its twenty jobs would hold both slots for minutes.",
+        f"without it. The flood holds one slot of two at most; {holding}. None of the others waits behind "
+        "the flood's queue (its latest job per assignment and lane waits behind everyone's first, the rest "
+        "are replaced).",
     ]
     print("\n".join(lines))
     if args.write:

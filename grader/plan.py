@@ -27,7 +27,7 @@ from .errors import GraderError
 from .features import FEATURES, removable, same_function, without
 from .program import Program, compile_steps, evaluate, relu_inputs
 from .results import Visibility
-from .rubric import Check, Probe, Rubric
+from .rubric import Check, Limits, Probe, Rubric
 
 # Strata per operation: every sign and magnitude region, never at 0, +-1 or a kink.
 GENERAL = ((-3.0, -1.25), (-0.8, -0.2), (0.2, 0.8), (1.25, 3.0))
@@ -94,6 +94,13 @@ class Plan:
     seed: int
     probes: tuple[PlannedProbe, ...]
     checks: tuple[Check, ...]
+    visible_only: bool = False  # a self-check: its own time allowance (Limits.self_check_seconds)
+
+    def budget_seconds(self, limits: Limits) -> float:
+        return limits.self_check_seconds if self.visible_only else limits.budget_seconds
+
+    def import_seconds(self, limits: Limits) -> float:
+        return limits.self_check_import_seconds if self.visible_only else limits.script_seconds
 
     def probe(self, probe_id: str) -> PlannedProbe:
         for probe in self.probes:
@@ -113,7 +120,8 @@ class Plan:
             "limits": {
                 "probe_seconds": limits.probe_seconds,
                 "script_seconds": limits.script_seconds,
-                "budget_seconds": limits.budget_seconds,
+                "import_seconds": self.import_seconds(limits),
+                "budget_seconds": self.budget_seconds(limits),
                 # The harness stops a little before the host kills the sandbox, so partial
                 # results are reported rather than lost.
                 "wall_seconds": max(1.0, limits.wall_seconds - 8.0),
@@ -165,7 +173,7 @@ def build_plan(rubric: Rubric, *, seed: int, visible_only: bool) -> Plan:
         ids = tuple(w.id for w in wheats())
         probes.append(PlannedProbe(probe.id, wire.MUTATION, mutants=(*ids, *bugs), wheats=ids, engine_key=_key(seed)))
     probes += [p for p in expanded if p.kind != wire.MUTATION and p.hidden]
-    return Plan(seed=seed, probes=tuple(probes), checks=checks)
+    return Plan(seed=seed, probes=tuple(probes), checks=checks, visible_only=visible_only)
 
 
 def _key(seed: int) -> bytes:

@@ -64,6 +64,12 @@ class Limits:
     machine is never charged, so a file gets the same limits on an idle machine and a busy one."""
 
     budget_seconds: float = 900.0  # the whole grading, charged (holds every run of 20 s checks)
+    # A self-check (visible checks only) holds one of the service's grading slots while students
+    # wait: its own, smaller allowance, charged the same way. What it cannot hold is not run, and
+    # the feedback says why (grader/judge/status.py). Its import allowance is short too: a file
+    # whose top-level code is slow is graded with that code skipped, not paying it in every run.
+    self_check_seconds: float = 90.0
+    self_check_import_seconds: float = 3.0
     wall_seconds: float = 1800.0  # real time, the host's last resort: past it the machine is too slow
     probe_seconds: float = 2.0
     # Checks of 3 s (the lesson's MLP) are charged about 5 s in the sandbox, and up to 2.3x that
@@ -332,6 +338,9 @@ def _limits(node: Node) -> Limits:
             f"wall_seconds ({values['wall_seconds']:g}) must be at least "
             f"budget_seconds ({values['budget_seconds']:g}): the wall clock is only the host's last resort"
         )
+    # A self-check runs part of what a submission runs: never a larger allowance.
+    values["self_check_seconds"] = min(values["self_check_seconds"], values["budget_seconds"])
+    values["self_check_import_seconds"] = min(values["self_check_import_seconds"], values["script_seconds"])
     return Limits(**values)
 
 

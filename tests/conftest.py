@@ -20,28 +20,31 @@ import pytest
 from run_counts import is_worker, mark_needs, needs
 
 REQUIRE_DOCKER = os.environ.get("REQUIRE_DOCKER") == "1"
+REQUIRE_BROWSER = os.environ.get("REQUIRE_BROWSER") == "1"
 # Folders graded once per session and shared by all their files: scheduled as one unit.
 WHOLE_FOLDERS = ("browser",)
 # The longest units, longest first (measured: `make test` and `make test-slow` print their
 # slowest tests): started before everything else, so that no worker is left with one of them
 # while the other idles at the end. Units not named here follow in collection order.
 LONGEST_FIRST = (
-    "tests/integration/test_adversarial.py",
-    "tests/integration/test_cases.py",
-    "tests/integration/test_batch.py",
+    "tests/integration/test_adversarial.py",  # slow suite: ~1200 s on a worker of two
+    "tests/service/test_fair_rush.py",  # ~1000 s
+    "tests/integration/test_cases.py",  # fast suite: ~400 s
     "tests/integration/test_shrunk_catalogue.py",
-    "tests/service/test_faults.py",
-    "tests/service/test_fair_rush.py",
     "tests/integration/test_busy_machine.py",
+    "tests/integration/test_batch.py",
+    "tests/service/test_faults.py",
+    "tests/service/test_lti.py",
     "tests/integration/test_warm_pool.py",
     "tests/integration/test_sample_class.py",
     "tests/browser",
 )
 
 
-class _Counts:
-    docker_selected = 0
-    docker_passed = 0
+# Per need (run_counts.mark_needs: "docker" here, "chromium" in tests/browser/conftest.py): tests
+# selected, tests passed. Kept here, the one conftest the xdist controller loads.
+_COUNTS: dict[str, list[int]] = {"docker": [0, 0], "chromium": [0, 0]}
+_REQUIRED = {"docker": REQUIRE_DOCKER, "chromium": REQUIRE_BROWSER}
 
 
 def scope_of(nodeid: str) -> str:
@@ -94,19 +97,19 @@ def pytest_runtest_makereport(item: pytest.Item, call: Any) -> Any:
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     # Called in the controller for every worker's report, and in a lone process for its own.
-    if not needs(report, "docker"):
-        return
-    if report.when == "setup":
-        _Counts.docker_selected += 1
-    if report.when == "call" and report.passed:
-        _Counts.docker_passed += 1
+    for need, counts in _COUNTS.items():
+        if needs(report, need):
+            counts[0] += report.when == "setup"
+            counts[1] += report.when == "call" and report.passed
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if is_worker(session.config):
         return
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
-    if reporter is not None:
-        reporter.write_line(f"docker tests passed: {_Counts.docker_passed} of {_Counts.docker_selected}")
-    if REQUIRE_DOCKER and _Counts.docker_selected and _Counts.docker_passed == 0 and exitstatus == 0:
-        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    for need, (selected, passed) in _COUNTS.items():
+        if reporter is not None and (selected or need == "docker"):
+            reporter.write_line(f"{need} tests passed: {passed} of {selected}")
+        # A run that selected such tests and passed none of them cannot look green.
+        if _REQUIRED[need] and selected and passed == 0 and exitstatus == 0:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED

@@ -181,7 +181,9 @@ def _load(record: dict[str, Any]) -> LoadRecord | None:
         output_limit=record.get("output_limit") is True,
         timed_out=record.get("timed_out") is True,
         memory_error=record.get("memory_error") is True,
+        import_seconds=_seconds(record.get("import_seconds")),
     )
+
 
 
 def _accept(record: dict[str, Any], report: _Builder) -> bool:

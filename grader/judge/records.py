@@ -55,6 +55,7 @@ class LoadRecord:
     output_limit: bool = False
     timed_out: bool = False
     memory_error: bool = False
+    import_seconds: float = 0.0  # what loading the file was charged (every run of student code pays it)
 
 
 @dataclass(frozen=True)

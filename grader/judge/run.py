@@ -52,7 +52,7 @@ def judge_run(rubric: Rubric, plan: Plan, raw: RawRun, *, nonce: str, source: by
         checks=tuple(checks),
         status=status,
         detail=detail,
-        load=load_report(report, rubric, text),
+        load=load_report(report, rubric, text, plan),
         diagnoses=diagnoses,
         note=find_note(text),
         figures=build_figures(rubric, plan, expected, report, checks),

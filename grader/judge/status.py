@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from sandbox.harness import wire
 
+from ..plan import Plan
 from ..results import CheckResult, LoadReport, Outcome, Status
 from ..rubric import Rubric
 from ..runners.base import RawRun
@@ -74,7 +75,7 @@ def run_status(raw: RawRun, report: SandboxReport, checks: list[CheckResult]) ->
     return max(found, key=lambda item: item[0].rank, default=(Status.GRADED, "graded"))
 
 
-def load_report(report: SandboxReport, rubric: Rubric, file_text: str = "") -> LoadReport:
+def load_report(report: SandboxReport, rubric: Rubric, file_text: str = "", plan: Plan | None = None) -> LoadReport:
     """What the feedback says about loading the file: how, as which class, and any notices."""
     load = report.load
     notices = list(load.notices) if load else []
@@ -90,6 +91,14 @@ def load_report(report: SandboxReport, rubric: Rubric, file_text: str = "") -> L
             "A process your code started (a background or daemon process) kept running after your code finished; "
             "it was stopped each time. Do not leave processes running in autograd_lab.py."
         )
+    if plan is not None and plan.visible_only and load is not None and load.mode == "definitions" and load.timed_out:
+        allowed = plan.import_seconds(rubric.limits)
+        notices.append(
+            f"A self-check allows your file's import {allowed:g} s, so it was graded with its top-level code "
+            f"skipped; a submission allows {rubric.limits.script_seconds:g} s."
+        )
+    if plan is not None and _budget_ran_out(report):
+        notices.append(budget_notice(plan, rubric, load))
     message = excerpt = ""
     if load is None:
         message = "the sandbox reported nothing about loading the file"
@@ -105,6 +114,32 @@ def load_report(report: SandboxReport, rubric: Rubric, file_text: str = "") -> L
         error=message,
         excerpt=excerpt,
     )
+
+
+def _budget_ran_out(report: SandboxReport) -> bool:
+    """Some run was left out because the grading's charged allowance was spent."""
+    for probe in report.probes.values():
+        if probe.end and probe.end.reason == wire.REASON_DEADLINE:
+            return True
+        scripts = (m.script for m in probe.mutants.values() if m.script is not None)
+        if any(s.outcome == wire.NOT_RUN and "budget" in s.message for s in scripts):
+            return True
+    return False
+
+
+def budget_notice(plan: Plan, rubric: Rubric, load: LoadRecord | None) -> str:
+    """Why checks were not run, and what the file can do about it."""
+    seconds = plan.budget_seconds(rubric.limits)
+    which = "This self-check" if plan.visible_only else "This grading"
+    words = f"{which} stopped at its allowance of {seconds:g} s of your code's time, so some checks were not run."
+    if load is not None and load.mode == "full" and load.import_seconds >= 1.0:
+        words += (
+            f" Importing your file takes {load.import_seconds:.1f} s, and every check imports it again: move slow "
+            'top-level code (a demo, a training loop) under `if __name__ == "__main__":`.'
+        )
+    elif plan.visible_only:
+        words += " Your own checks are slow to run; a submission has a larger allowance."
+    return words
 
 
 def load_error_words(load: LoadRecord) -> str:

@@ -142,7 +142,11 @@ class LocalRunner:
         readers: list[threading.Thread] = []
         try:
             _lay_out(workdir, plan=plan, source=source, filename=filename)
-            env = {**SANDBOX_ENV, "PATH": "/usr/local/bin:/usr/bin:/bin"}
+            # The harness's scratch folders (and anything the file writes to a temporary folder)
+            # go inside this run's folder, removed with it: nothing of a run is left in /tmp.
+            scratch = workdir / "tmp"
+            scratch.mkdir(mode=0o700)
+            env = {**SANDBOX_ENV, "PATH": "/usr/local/bin:/usr/bin:/bin", "TMPDIR": str(scratch)}
             started = time.monotonic()
             try:
                 process = subprocess.Popen(

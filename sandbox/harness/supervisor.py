@@ -56,6 +56,9 @@ class Supervisor:
         limits = plan["limits"]
         self.probe_seconds = float(limits["probe_seconds"])
         self.script_seconds = float(limits["script_seconds"])
+        # What importing the file may take before a probe starts (a self-check allows less: a file
+        # slower than that is graded with its top-level code skipped, instead of paying it per run).
+        self.import_allowance = float(limits.get("import_seconds", self.script_seconds))
         self.shrink_seconds = float(limits.get("shrink_seconds", 0.0))
         self.budget_seconds = float(limits["budget_seconds"])
         self.reserve = 0.0  # charged seconds of the budget that belong to the hidden probes still to run
@@ -122,7 +125,7 @@ class Supervisor:
         for mode in ("full", "definitions"):
             self.mode = mode
             records, summary = self.runs.run(
-                self.task("load"), LoadRecords(), timeout=self.script_seconds, progress_resets=False
+                self.task("load"), LoadRecords(), timeout=self.import_allowance, progress_resets=False
             )
             status = summary.get("status")
             self.flooded = self.flooded or status == wire.OUTPUT_LIMIT
@@ -142,6 +145,7 @@ class Supervisor:
                         "stand_ins_used": load.get("stand_ins_used", [])[:10],
                         "notices": notices + list(load.get("notices", []))[:10],
                         "output": summary.get("output", ""),
+                        "import_seconds": round(self.import_seconds, 3),  # charged: every run pays it again
                         **self._flags(),
                     }
                 )
@@ -152,7 +156,7 @@ class Supervisor:
                         self.runs.zygote.precompile(self.source, self.filename)
                 return True
             if load is None:
-                notices.append(f"Importing the file {_stopped_words(summary, self.script_seconds)}.")
+                notices.append(f"Importing the file {_stopped_words(summary, self.import_allowance)}.")
             elif error.get("type") in ("LoadError", "SyntaxError", "IndentationError", "TabError"):
                 output = summary.get("output", "")
                 return self._load_failed(wire.LOAD_IMPORT, error, notices, output=output, **self._flags())
@@ -175,7 +179,7 @@ class Supervisor:
             items = probe["programs"]
             task, schema, resets = self.task("programs", programs=items), ProgramRecords(len(items)), True
         records, summary = self.runs.run(
-            task, schema, timeout=self.probe_seconds, progress_resets=resets, import_seconds=self.script_seconds
+            task, schema, timeout=self.probe_seconds, progress_resets=resets, import_seconds=self.import_allowance
         )
         for record in records:
             self.emit({**record, "probe": probe_id})
@@ -252,7 +256,8 @@ def _too_deep(error: Exception) -> dict[str, object]:
 def _stopped_words(summary: dict[str, Any], seconds: float) -> str:
     status = summary.get("status", "")
     return {
-        wire.TIMEOUT: f"did not finish within {seconds:g} s (top-level code that never ends?)",
+        wire.TIMEOUT: f"did not finish within {seconds:g} s (slow or endless top-level code: keep demos and "
+        'training under `if __name__ == "__main__":`)',
         wire.DEADLINE: "ran out of time",
         wire.OUTPUT_LIMIT: "printed too much output",
         wire.BAD_RECORD: "sent the grader a malformed record",

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 from playwright.sync_api import Browser, BrowserContext, ConsoleMessage, Dialog, Page, Request, Route, sync_playwright
-from run_counts import is_worker, mark_needs, needs
+from run_counts import mark_needs
 from support import (
     HERE,
     REPO,
@@ -52,11 +52,6 @@ REQUIRE_BROWSER = os.environ.get("REQUIRE_BROWSER") == "1"
 CLASS_TITLE = "A8 autograd lab: browser test class"
 
 
-class _Counts:
-    selected = 0
-    passed = 0
-
-
 def _in_this_folder(item: pytest.Item) -> bool:
     return Path(str(item.path)).resolve().is_relative_to(HERE)
 
@@ -80,30 +75,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: Any) -> Any:
     if not _in_this_folder(item):
         return
     if _uses_chromium(item):
-        mark_needs(report, "chromium")
+        mark_needs(report, "chromium")  # counted in tests/conftest.py, which fails a run that passed none
     if REQUIRE_BROWSER and report.skipped:
         report.outcome = "failed"
         report.longrepr = f"Browser test skipped but REQUIRE_BROWSER=1: {report.longrepr}"
-
-
-def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    # Counted where every report arrives: the xdist controller, or the one process without it.
-    if not needs(report, "chromium"):
-        return
-    if report.when == "setup":
-        _Counts.selected += 1
-    if report.when == "call" and report.passed:
-        _Counts.passed += 1
-
-
-def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    if is_worker(session.config) or not _Counts.selected:
-        return
-    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
-    if reporter is not None:
-        reporter.write_line(f"browser tests passed: {_Counts.passed} of {_Counts.selected}")
-    if REQUIRE_BROWSER and _Counts.passed == 0 and exitstatus == 0:
-        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def chromium_path() -> Path | None:
@@ -217,7 +192,7 @@ def graded(tmp_path_factory: pytest.TempPathFactory) -> GradedPages:
 
 
 @pytest.fixture
-def browser_context() -> BrowserContext:
+def browser_context(browser: Browser) -> BrowserContext:  # through `browser`: the test needs Chromium
     return _CHROMIUM.context()
 
 

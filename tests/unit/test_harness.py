@@ -7,9 +7,9 @@ are tested in test_mutate.py; here they run through the real harness.
 
 from __future__ import annotations
 
-import glob
 import importlib.util
 import re
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -245,12 +245,16 @@ def test_a_missing_file_is_ungradable(tmp_path: Path, rubric: Rubric, runner: Lo
     assert "no file named autograd_lab.py" in result.status_detail
 
 
-def test_local_runs_leave_nothing_in_tmp(rubric: Rubric, runner: LocalRunner) -> None:
-    before = set(glob.glob("/tmp/ag-run-*"))
+def test_local_runs_leave_nothing_in_tmp(
+    rubric: Rubric, runner: LocalRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The runner's folder in a temporary folder of this test's own (other tests' runs may share
+    # /tmp); the harness's scratch folders, one per run, go inside it.
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     result = grade(REFERENCE, rubric, runner)
     assert result.score == 100
-    left = sorted(set(glob.glob("/tmp/ag-run-*")) - before)
-    assert left == [], f"{len(left)} directories left behind, e.g. {left[:3]}"
+    left = sorted(str(p) for p in tmp_path.rglob("*"))
+    assert left == [], f"{len(left)} files or folders left behind, e.g. {left[:3]}"
 
 
 # --- bug injection as mutation analysis ------------------------------------------------------
@@ -341,3 +345,41 @@ def test_a_mutant_that_hangs_the_checks_is_a_timeout_not_a_kill(
     text = "\n".join(catalogue.notes)
     assert "run past the time limit" in text and "relu's gradient gate" in text
     assert result.status is Status.GRADED  # a mutant's timeout is not the submission's
+
+
+def test_a_self_check_of_a_file_slow_at_import_stops_at_its_allowance_and_says_why(tmp_path: Path) -> None:
+    # Every run imports the file again: 1.5 s of sleep at import (within the self-check's import
+    # allowance), paid by each, against a self-check allowance of 8 s (a submission's grading
+    # keeps budget_seconds).
+    text = edited("self_check_seconds: 90 ", "self_check_seconds: 8 ", DEFAULT_RUBRIC.read_text(encoding="utf-8"))
+    (tmp_path / "short.yaml").write_text(text, encoding="utf-8")
+    short = load_rubric(tmp_path / "short.yaml")
+    assert (short.limits.self_check_seconds, short.limits.budget_seconds) == (8, 900)
+    future = "from __future__ import annotations\n"
+    source = edited(future, future + "import time\n\ntime.sleep(1.5)  # a demo at import\n")
+    path = submit(tmp_path, source)
+    result = grade_submission(path, student="student", rubric=short, runner=LocalRunner(), seed=1, visible_only=True)
+    not_run = [c for c in result.checks if c.outcome is Outcome.NOT_RUN]
+    assert not_run and any(c.passed for c in result.checks), [(c.check_id, c.outcome) for c in result.checks]
+    notice = next(n for n in result.load.notices if "allowance" in n)
+    assert notice.startswith("This self-check stopped at its allowance of 8 s of your code's time")
+    assert re.search(r"Importing your file takes 1\.\d s, and every check imports it again", notice), notice
+    assert any("time budget ran out" in c.message for c in not_run), [c.message for c in not_run]
+
+
+def test_a_self_check_grades_a_file_slower_to_import_than_it_allows_with_its_top_level_code_skipped(
+    tmp_path: Path, rubric: Rubric
+) -> None:
+    # 3.5 s of sleep at import, past the self-check's 3 s: loaded once more without top-level code,
+    # so no probe pays the sleep; the engine is graded. (Only the runs of the file's own checks,
+    # which run the whole file, still sleep: the allowance holds the first of them.)
+    assert rubric.limits.self_check_import_seconds == 3
+    future = "from __future__ import annotations\n"
+    path = submit(tmp_path, edited(future, future + "import time\n\ntime.sleep(3.5)  # a demo at import\n"))
+    result = grade_submission(path, student="student", rubric=rubric, runner=LocalRunner(), seed=1, visible_only=True)
+    assert (result.load.ok, result.load.mode) == (True, "definitions"), result.load
+    assert result.section("api").points == result.section("api").max_points
+    assert result.section("part1_trace").points == result.section("part1_trace").max_points
+    notices = " ".join(result.load.notices)
+    assert "did not finish within 3 s" in notices and "keep demos" in notices, notices
+    assert "A self-check allows your file's import 3 s" in notices and "a submission allows 20 s" in notices

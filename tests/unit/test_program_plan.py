@@ -249,6 +249,7 @@ def test_plan_header(rubric) -> None:
     assert body["limits"] == {
         "probe_seconds": 2.0,
         "script_seconds": 20.0,
+        "import_seconds": 20.0,  # a submission's import may take as long as a run of its checks
         "budget_seconds": 900.0,  # charged seconds
         "wall_seconds": 1792.0,  # the host's real-time limit, less the harness's margin to report
         "output_bytes": 16 * 1024,
@@ -256,6 +257,12 @@ def test_plan_header(rubric) -> None:
         "shrink_seconds": 3.0,
     }
     assert body["student"] == {}  # the local runner cannot switch users
+    # A self-check holds a service slot: its own, smaller allowances.
+    own = json.loads(build_plan(rubric, seed=5, visible_only=True).to_bytes(rubric, nonce=NONCE, isolate=False))
+    assert {k: own["limits"][k] for k in ("budget_seconds", "import_seconds")} == {
+        "budget_seconds": 90.0,
+        "import_seconds": 3.0,
+    }
     isolated = json.loads(build_plan(rubric, seed=5, visible_only=False).to_bytes(rubric, nonce=NONCE, isolate=True))
     assert isolated["student"] == {"uid": 10002, "gid": 10002, "reap": True}
     assert [p["id"] for p in body["probes"]][:3] == ["api", "part1", "neuron"]
