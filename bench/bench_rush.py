@@ -379,8 +379,11 @@ def main_flood(args: argparse.Namespace) -> int:
         {"self_check": "ten self-checks", "submit": "ten counted uploads (two assignments)"}[lane] for lane in how.lanes
     )
     slept = "until its time limit" if args.import_sleep >= 3600 else f"{args.import_sleep:g} s"
+    options = ""
+    if args.import_sleep < 3600:
+        options = f" --import-sleep {args.import_sleep:g} --flood-lanes {args.flood_lanes}"
     lines = [
-        "## A deadline rush with a flooding student (`bench/bench_rush.py --flood`)",
+        f"## A deadline rush with a flooding student (`bench/bench_rush.py --flood{options}`)",
         "",
         f"Measured {when} on this machine ({os.cpu_count()} cores), two workers of one slot each: "
         f"{args.students} students, one counted upload each through the JSON API over {args.window:g} s "
@@ -415,7 +418,8 @@ def main_flood(args: argparse.Namespace) -> int:
     ]
     print("\n".join(lines))
     if args.write:
-        write_section(args.write, "bench_rush_flood", lines)
+        # A flood of a file that sleeps a while (not until its limit) is a figure of its own.
+        write_section(args.write, "bench_rush_flood" if args.import_sleep >= 3600 else "bench_rush_flood_import", lines)
     return 0
 
 
