@@ -138,7 +138,10 @@ def budget_notice(plan: Plan, rubric: Rubric, load: LoadRecord | None) -> str:
             'top-level code (a demo, a training loop) under `if __name__ == "__main__":`.'
         )
     elif plan.visible_only:
-        words += " Your own checks are slow to run; a submission has a larger allowance."
+        words += (
+            " Some runs were slow (your own checks, or graphs your engine takes long or forever on); a submission "
+            f"has an allowance of {rubric.limits.budget_seconds:g} s."
+        )
     return words
 
 
