@@ -185,7 +185,6 @@ def _load(record: dict[str, Any]) -> LoadRecord | None:
     )
 
 
-
 def _accept(record: dict[str, Any], report: _Builder) -> bool:
     kind = record.get("t")
     if kind == wire.END:

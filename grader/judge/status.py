@@ -121,8 +121,9 @@ def _budget_ran_out(report: SandboxReport) -> bool:
     for probe in report.probes.values():
         if probe.end and probe.end.reason == wire.REASON_DEADLINE:
             return True
+        left_out = (wire.BUDGET_NOT_TRIED, wire.BUDGET_RAN_OUT)
         scripts = (m.script for m in probe.mutants.values() if m.script is not None)
-        if any(s.outcome == wire.NOT_RUN and "budget" in s.message for s in scripts):
+        if any(s.outcome == wire.NOT_RUN and s.message in left_out for s in scripts):
             return True
     return False
 

@@ -105,3 +105,10 @@ NONFINITE: Final = "nonfinite"  # text: nan, inf, -inf or overflow
 BAD: Final = "bad"  # text: the type found instead of a float
 UNREAD: Final = "unread"  # text: what the grader could not read (a field the engine lacks)
 MARKERS: Final = (NONFINITE, BAD, UNREAD)
+
+
+# What a run of the student's checks that the budget left out says (the host knows them by these words).
+BUDGET_NOT_TRIED: Final = (
+    "not tried: the grading's time budget could not hold every run of your checks at their time limit"
+)
+BUDGET_RAN_OUT: Final = "the grading time budget ran out before this run"

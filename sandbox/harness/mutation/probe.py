@@ -23,7 +23,6 @@ from . import gate, scripts
 if TYPE_CHECKING:
     from ..supervisor import Supervisor
 
-BUDGET_WORDS = "not tried: the grading's time budget could not hold every run of your checks at their time limit"
 WHEAT_FAILED = "not tried: your checks fail on one of the grader's correct engines"
 
 
@@ -71,7 +70,7 @@ class MutationProbe:
             )
             out["message"] = "your code's processes used up the sandbox's process limit"
         elif status == wire.NOT_RUN:
-            out = {"outcome": wire.NOT_RUN, "message": "the grading time budget ran out before this run"}
+            out = {"outcome": wire.NOT_RUN, "message": wire.BUDGET_RAN_OUT}
         elif not records and status not in (wire.TIMEOUT, wire.DEADLINE):
             # The grader's own set-up never reached student code: never a catch, never a pass.
             out = {"outcome": wire.NOT_RUN, "message": "the grader could not start this run"}
@@ -123,7 +122,7 @@ class MutationProbe:
             tried = self.wheats + chaffs[: fit - len(self.wheats)]
         for name in self.engines:
             if name not in tried:
-                results[name] = {"outcome": wire.NOT_RUN, "message": BUDGET_WORDS}
+                results[name] = {"outcome": wire.NOT_RUN, "message": wire.BUDGET_NOT_TRIED}
         self.order.shuffle(tried)
         for position, name in enumerate(tried):
             wheat = name in self.wheats
