@@ -123,7 +123,17 @@ class MutationProbe:
         for name in self.engines:
             if name not in tried:
                 results[name] = {"outcome": wire.NOT_RUN, "message": wire.BUDGET_NOT_TRIED}
-        self.order.shuffle(tried)
+        if finished:
+            self.order.shuffle(tried)
+        else:
+            # Checks that never finished on the file itself most likely never finish on an engine
+            # either: a wheat goes first, and once one fails no chaff is tried (each would cost
+            # the whole allowance, for no credit it could earn). The runs stay in a random order
+            # within each group.
+            wheats, chaffs = tried[: len(self.wheats)], tried[len(self.wheats) :]
+            self.order.shuffle(wheats)
+            self.order.shuffle(chaffs)
+            tried = wheats + chaffs
         for position, name in enumerate(tried):
             wheat = name in self.wheats
             results[name] = self.script(texts[name], limit, wheat=wheat)
