@@ -44,7 +44,7 @@ class NoSandbox:
     def __init__(self, name: str) -> None:
         self.name = name  # the runner the stored result names
 
-    def run(self, *, source: bytes, filename: str, plan: bytes, limits: ContainerLimits) -> RawRun:
+    def run(self, *, source: bytes, filename: str, plan: bytes, limits: ContainerLimits, **_: object) -> RawRun:
         raise InfraError("re-judging tried to run the sandbox")
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from .errors import InfraError
 from .intake.source import intake, source_problem
+from .judge.progress import OnSection, SectionWatch
 from .judge.run import Judgement, judge_run, without_run
 from .plan import Plan, build_plan
 from .results import CheckResult, SectionResult, Status, SubmissionResult
@@ -105,15 +106,18 @@ def grade_source(
     runner: Runner,
     seed: int,
     visible_only: bool = False,
+    on_section: OnSection | None = None,
 ) -> Graded:
-    """Grade one submission's bytes (None with ``why`` when there is nothing to grade)."""
+    """Grade one submission's bytes (None with ``why`` when there is nothing to grade).
+    ``on_section`` hears of each section as soon as it is settled, while the sandbox still runs
+    (``judge.progress``); a section may be heard of again after a retried sandbox run."""
     job = Job(student, rubric, seed, visible_only)
     if source is not None:
         why = source_problem(source, rubric.filename, job.max_bytes)
     if source is None or why:
         return Graded(_result(job, without_run(job.plan, Status.UNGRADABLE, why), runner.name, ""), None)
     try:
-        raw, nonce = _run_with_retry(runner, job, source)
+        raw, nonce = _run_with_retry(runner, job, source, on_section)
     except InfraError as error:
         judged = without_run(job.plan, Status.INFRA_ERROR, f"the sandbox failed: {error}")
         return Graded(_result(job, judged, runner.name, ""), None)
@@ -135,15 +139,23 @@ def rejudge(
     return _result(job, judged, evidence.raw.runner, evidence.raw.image)
 
 
-def _run_with_retry(runner: Runner, job: Job, source: bytes) -> tuple[RawRun, str]:
+def _run_with_retry(runner: Runner, job: Job, source: bytes, on_section: OnSection | None = None) -> tuple[RawRun, str]:
     """Run the sandbox; an infrastructure failure is retried, each time with a fresh nonce."""
     rubric = job.rubric
     for attempt in range(SANDBOX_RETRIES + 1):
         nonce = secrets.token_hex(16)
         body = job.plan.to_bytes(rubric, nonce=nonce, isolate=runner.isolates)
+        watch = SectionWatch(rubric, job.plan, nonce=nonce, on_section=on_section) if on_section else None
         try:
             limits = container_limits(rubric)
-            return runner.run(source=source, filename=rubric.filename, plan=body, limits=limits), nonce
+            raw = runner.run(
+                source=source,
+                filename=rubric.filename,
+                plan=body,
+                limits=limits,
+                on_stdout=watch.feed if watch else None,
+            )
+            return raw, nonce
         except InfraError:
             if attempt == SANDBOX_RETRIES:
                 raise

@@ -7,6 +7,8 @@ host, treating every byte as untrusted.
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -52,10 +54,35 @@ class Evidence:
     plan_digest: str
 
 
+OnStdout = Callable[[bytes], None]
+log = logging.getLogger(__name__)
+
+
+class Listener:
+    """``on_stdout`` as a runner calls it: a failure in it is logged once and it is not called
+    again; the grading goes on (what it shows is a preview, never the result)."""
+
+    def __init__(self, on_stdout: OnStdout | None) -> None:
+        self.on_stdout = on_stdout
+
+    def __call__(self, chunk: bytes) -> None:
+        if self.on_stdout is None or not chunk:
+            return
+        try:
+            self.on_stdout(chunk)
+        except Exception:
+            log.exception("a listener to the sandbox's output failed; the grading goes on without it")
+            self.on_stdout = None
+
+
 class Runner(Protocol):
     name: str
     isolates: bool  # runs student code as the student uid and kills what it leaves (containers)
 
-    def run(self, *, source: bytes, filename: str, plan: bytes, limits: ContainerLimits) -> RawRun:
-        """Run the harness on one submission. Raises InfraError when the sandbox itself fails."""
+    def run(
+        self, *, source: bytes, filename: str, plan: bytes, limits: ContainerLimits, on_stdout: OnStdout | None = None
+    ) -> RawRun:
+        """Run the harness on one submission. Raises InfraError when the sandbox itself fails.
+        ``on_stdout`` is given each piece of stdout as it arrives (a failure in it is logged, never
+        the grading's); the RawRun still carries the whole of it."""
         ...

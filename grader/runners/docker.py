@@ -35,7 +35,7 @@ from docker.utils.socket import STDERR, STDOUT, frames_iter
 
 from grader.errors import InfraError, SandboxUnavailable
 from grader.image import LABEL, docker_client, ensure_image
-from grader.runners.base import ContainerLimits, RawRun
+from grader.runners.base import ContainerLimits, Listener, OnStdout, RawRun
 from grader.runners.docker_settings import (
     HARNESS_COMMAND,
     WORKDIR,
@@ -58,8 +58,9 @@ DockerFailure = (docker.errors.DockerException, requests.exceptions.RequestExcep
 class _Output:
     """Bytes read from the container: stdout up to the cap, the tail of stderr."""
 
-    def __init__(self, cap: int) -> None:
+    def __init__(self, cap: int, listener: Listener | None = None) -> None:
         self.cap = cap
+        self.listener = listener or Listener(None)
         self.stdout = bytearray()
         self.stderr = bytearray()
         self.truncated = False
@@ -73,7 +74,9 @@ class _Output:
             del self.stderr[:-STDERR_TAIL_BYTES]
         if out:
             room = self.cap - len(self.stdout)
-            self.stdout += out[: max(room, 0)]
+            kept = out[: max(room, 0)]
+            self.stdout += kept
+            self.listener(kept)
             if len(out) > room:
                 self.truncated = True
                 return False
@@ -226,7 +229,9 @@ class DockerRunner:
             self._swappiness = accepts_swappiness(self._client.info())
         return self._swappiness
 
-    def run(self, *, source: bytes, filename: str, plan: bytes, limits: ContainerLimits) -> RawRun:
+    def run(
+        self, *, source: bytes, filename: str, plan: bytes, limits: ContainerLimits, on_stdout: OnStdout | None = None
+    ) -> RawRun:
         if not _FILENAME_OK(filename):
             raise ValueError(f"not a plain file name: {filename!r}")
         warm = None
@@ -237,10 +242,19 @@ class DockerRunner:
             except DockerFailure as error:  # the pool's engine calls: a cold run says what is wrong
                 log.warning("no warm sandbox (%s); grading in a fresh one", error)
         if warm is not None:
-            return self._run_warm(warm, source=source, filename=filename, plan=plan, limits=limits)
-        return self._run_cold(source=source, filename=filename, plan=plan, limits=limits)
+            return self._run_warm(warm, source=source, filename=filename, plan=plan, limits=limits, on_stdout=on_stdout)
+        return self._run_cold(source=source, filename=filename, plan=plan, limits=limits, on_stdout=on_stdout)
 
-    def _run_warm(self, warm: Warm, *, source: bytes, filename: str, plan: bytes, limits: ContainerLimits) -> RawRun:
+    def _run_warm(
+        self,
+        warm: Warm,
+        *,
+        source: bytes,
+        filename: str,
+        plan: bytes,
+        limits: ContainerLimits,
+        on_stdout: OnStdout | None = None,
+    ) -> RawRun:
         """The inputs go to a started container's harness; then it is a cold run's twin. Should
         the container fail before it took them, the run goes cold instead: never charged."""
         container = self._client.containers.prepare_model({"Id": warm.container_id})
@@ -257,8 +271,8 @@ class DockerRunner:
                 log.warning("a warm sandbox failed before its run (%s); grading in a fresh one", why)
                 _close(warm.sock)
                 _remove(container, None)
-                return self._run_cold(source=source, filename=filename, plan=plan, limits=limits)
-            raw = self._execute(container, limits, warm=warm, early=early)
+                return self._run_cold(source=source, filename=filename, plan=plan, limits=limits, on_stdout=on_stdout)
+            raw = self._execute(container, limits, warm=warm, early=early, on_stdout=on_stdout)
             finished = True
             return raw
         except DockerFailure as error:
@@ -268,7 +282,9 @@ class DockerRunner:
             if problems and finished:
                 raise InfraError("could not clean up: " + "; ".join(problems))
 
-    def _run_cold(self, *, source: bytes, filename: str, plan: bytes, limits: ContainerLimits) -> RawRun:
+    def _run_cold(
+        self, *, source: bytes, filename: str, plan: bytes, limits: ContainerLimits, on_stdout: OnStdout | None = None
+    ) -> RawRun:
         archive = submission_archive(plan=plan, source=source, filename=filename)
         run_id = uuid.uuid4().hex
         container: Container | None = None
@@ -292,7 +308,7 @@ class DockerRunner:
             # of the submission's may run before its inputs are complete.
             if not container.put_archive(WORKDIR, archive):
                 raise InfraError("the engine refused the submission archive", where=container.id)
-            raw = self._execute(container, limits)
+            raw = self._execute(container, limits, on_stdout=on_stdout)
             finished = True
             return raw
         except DockerFailure as error:
@@ -310,10 +326,11 @@ class DockerRunner:
         *,
         warm: Warm | None = None,
         early: Sequence[tuple[bytes | None, bytes | None]] = (),
+        on_stdout: OnStdout | None = None,
     ) -> RawRun:
         """Start (unless warm: started and attached already), read with caps, stop at the
         deadline, collect the final state."""
-        output = _Output(limits.stdout_bytes)
+        output = _Output(limits.stdout_bytes, Listener(on_stdout))
         streams: list[Any] = []
 
         def attach(logs: bool) -> Iterator[Any]:

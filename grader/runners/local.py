@@ -25,7 +25,7 @@ from typing import IO
 
 from grader.errors import InfraError
 from grader.image import HARNESS_FLAGS, SANDBOX_DIR, SANDBOX_ENV
-from grader.runners.base import PLAN_NAME, SUBMISSION_DIR, ContainerLimits, RawRun
+from grader.runners.base import PLAN_NAME, SUBMISSION_DIR, ContainerLimits, Listener, OnStdout, RawRun
 
 FSIZE_BYTES = 8 * 1024 * 1024
 NOFILE = 256
@@ -81,12 +81,15 @@ def _lay_out(workdir: Path, *, plan: bytes, source: bytes, filename: str) -> Non
 # would then read someone else's file.
 
 
-def _read_capped(pipe: IO[bytes], into: bytearray, cap: int, over: threading.Event) -> None:
-    """Copy stdout up to ``cap`` bytes; set ``over`` and stop reading past it."""
+def _read_capped(pipe: IO[bytes], into: bytearray, cap: int, over: threading.Event, listener: Listener) -> None:
+    """Copy stdout up to ``cap`` bytes (each piece to ``listener`` too); set ``over`` and stop
+    reading past it."""
     try:
         while chunk := os.read(pipe.fileno(), CHUNK):
             room = cap - len(into)
-            into += chunk[: max(room, 0)]
+            kept = chunk[: max(room, 0)]
+            into += kept
+            listener(kept)
             if len(chunk) > room:
                 over.set()
                 return
@@ -134,7 +137,9 @@ class LocalRunner:
         self.harness = harness or SANDBOX_DIR / "run_harness.py"
         self.python = python or sys.executable
 
-    def run(self, *, source: bytes, filename: str, plan: bytes, limits: ContainerLimits) -> RawRun:
+    def run(
+        self, *, source: bytes, filename: str, plan: bytes, limits: ContainerLimits, on_stdout: OnStdout | None = None
+    ) -> RawRun:
         if not _valid_filename(filename):
             raise ValueError(f"not a plain file name: {filename!r}")
         workdir = Path(tempfile.mkdtemp(prefix="autograd-grader-"))
@@ -172,7 +177,9 @@ class LocalRunner:
             over = threading.Event()
             readers += [
                 threading.Thread(
-                    target=_read_capped, args=(process.stdout, stdout, limits.stdout_bytes, over), daemon=True
+                    target=_read_capped,
+                    args=(process.stdout, stdout, limits.stdout_bytes, over, Listener(on_stdout)),
+                    daemon=True,
                 ),
                 threading.Thread(target=_read_tail, args=(process.stderr, stderr), daemon=True),
             ]

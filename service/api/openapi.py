@@ -50,6 +50,7 @@ SUBMISSION: Schema = {
         "late_penalty",
         "problem",
         "feedback_url",
+        "sections",
         "queue_position",
     ],
     "properties": {
@@ -72,6 +73,24 @@ SUBMISSION: Schema = {
         "late_penalty": {"type": "number", "minimum": 0, "maximum": 100, "description": "Percent taken off."},
         "problem": {"type": "string", "description": "Why the upload cannot be graded; empty when it can."},
         "feedback_url": {"type": "string", "pattern": "^/submissions/[0-9]+/feedback/$"},
+        "sections": {
+            "type": "array",
+            "maxItems": 50,
+            "description": (
+                "While it is graded: each section whose points are settled, as soon as it is (the"
+                " visible checks' points only while hidden results are withheld). Empty otherwise."
+            ),
+            "items": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["title", "points", "max_points"],
+                "properties": {
+                    "title": {"type": "string"},
+                    "points": {"type": "number"},
+                    "max_points": {"type": "number"},
+                },
+            },
+        },
         "queue_position": _nullable(
             "integer", minimum=1, description="Jobs of its lane up to and including this one; null once finished."
         ),

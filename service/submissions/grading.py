@@ -12,6 +12,7 @@ import logging
 import os
 import signal
 import socket
+import json
 import threading
 from datetime import datetime
 
@@ -21,10 +22,12 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from grader.errors import GraderError
+from grader.judge.progress import OnSection, SettledSection
 from grader.judge.status import MACHINE_LATE_DETAIL
 from grader.pipeline import grade_source
 from grader.results import Status, Visibility
 from grader.results_io import result_to_json
+from grader.rubric import Rubric
 from grader.runners.base import ContainerLimits, Runner
 from grader.runners.warm_pool import WarmPool
 
@@ -116,7 +119,8 @@ def claim(submission_id: int) -> tuple[Submission, GradingRun] | None:
         submission.state = State.RUNNING
         submission.started_at = timezone.now()
         submission.attempts += 1
-        submission.save(update_fields=["state", "started_at", "attempts"])
+        submission.progress_json = ""  # an earlier attempt's sections are not this one's
+        submission.save(update_fields=["state", "started_at", "attempts", "progress_json"])
         run = GradingRun.objects.create(submission=submission, worker=WORKER[:200], image_id=registry.image_id()[:100])
         return submission, run
 
@@ -211,6 +215,37 @@ def _give_back(
     raise InfraFailure(reason)
 
 
+def progress_writer(submission: Submission, rubric: Rubric) -> OnSection:
+    """Each settled section onto the row (under this run's claim), for the submission's page to
+    show while the rest still runs. It is called on the runner's reader thread: a connection
+    opened there is closed at once."""
+    order = [s.tag for s in rubric.sections]
+    titles = {s.tag: s.title for s in rubric.sections}
+    settled: dict[str, dict[str, object]] = {}
+    lock = threading.Lock()
+    owner = threading.get_ident()
+
+    def heard(section: SettledSection) -> None:
+        visible = [c for c in section.checks if c.visibility is Visibility.VISIBLE]
+        with lock:
+            settled[section.tag] = {
+                "tag": section.tag,
+                "title": titles.get(section.tag, section.tag),
+                "points": round(sum(c.points for c in section.checks), 2),
+                "max_points": round(sum(c.max_points for c in section.checks), 2),
+                "visible_points": round(sum(c.points for c in visible), 2),
+                "visible_max_points": round(sum(c.max_points for c in visible), 2),
+            }
+            body = json.dumps([settled[tag] for tag in order if tag in settled])
+            try:
+                _ours(submission).update(progress_json=body)
+            finally:
+                if threading.get_ident() != owner:
+                    connection.close()
+
+    return heard
+
+
 def grade(submission_id: int, *, final_attempt: bool) -> str:
     """Grade one submission; returns its final state. Raises InfraFailure to be retried."""
     claimed = claim(submission_id)
@@ -230,14 +265,16 @@ def grade(submission_id: int, *, final_attempt: bool) -> str:
         return State.INFRA_ERROR.value
     _prefer_self_checks(sandbox, submission)
     try:
+        rubric = assignment.rubric()
         graded = grade_source(
             bytes(submission.content),
             "",
             student=submission.user.get_username(),
-            rubric=assignment.rubric(),
+            rubric=rubric,
             runner=sandbox,
             seed=assignment.seed,  # the assignment's own, never the public rubric's
             visible_only=submission.kind == Kind.SELF_CHECK,
+            on_section=progress_writer(submission, rubric),
         )
     except Exception as error:  # a rubric gone from this host, a fault of the grader's own: never the student's
         log.exception("grading submission %s failed in the grader", submission.pk)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from django.conf import settings
@@ -58,6 +59,9 @@ class Submission(models.Model):
     visible_score = models.FloatField(null=True, blank=True)
     visible_max_score = models.FloatField(null=True, blank=True)
     detail = models.TextField(blank=True)
+    # The sections settled while it runs (grader.judge.progress), for its page to show before the
+    # end: a JSON list of {tag, title, points, max_points, visible_points, visible_max_points}.
+    progress_json = models.TextField(blank=True, default="")
     # What it must be graded with: the sandbox recipe and the rubric file (service.fleet.identity).
     recipe = models.CharField(max_length=12, blank=True)
     rubric_sha256 = models.CharField(max_length=64, blank=True)
@@ -115,6 +119,25 @@ class Submission(models.Model):
             return self.visible_score, self.visible_max_score
         return self.counted_score, self.max_score
 
+    def progress(self, viewer_is_staff: bool = False) -> list[dict[str, Any]]:
+        """The sections settled so far while it runs, as this viewer may see them: before the
+        release of hidden results a student sees the visible checks' points only."""
+        if self.state != State.RUNNING or not self.progress_json:
+            return []
+        try:
+            sections = json.loads(self.progress_json)
+        except ValueError:
+            return []
+        points, most = ("visible_points", "visible_max_points") if self.hides_hidden(viewer_is_staff) else ("points", "max_points")
+        shown = []
+        for section in sections if isinstance(sections, list) else []:
+            if not isinstance(section, dict) or not section.get(most):
+                continue  # nothing in it this viewer may see (no visible check), or not ours
+            shown.append(
+                {"title": str(section.get("title", "")), "points": float(section[points]), "max_points": float(section[most])}
+            )
+        return shown
+
     def to_dict(self, viewer_is_staff: bool = False) -> dict[str, Any]:
         score, max_score = self.shown_score(viewer_is_staff)
         return {
@@ -130,6 +153,7 @@ class Submission(models.Model):
             "late_penalty": self.late_penalty,
             "problem": self.problem,
             "feedback_url": f"/submissions/{self.pk}/feedback/",
+            "sections": self.progress(viewer_is_staff),
         }
 
 

@@ -111,6 +111,7 @@ def submission_page(request: HttpRequest, submission_id: int) -> HttpResponse:
     context = {
         "s": submission,
         "position": position(submission),
+        "progress": submission.progress(staff),
         "is_staff": staff,
         "score": score,
         "max_score": max_score,

@@ -303,3 +303,39 @@ def test_an_instructor_overrides_a_score_and_starts_a_regrade(
     assert again.regrades_kept == [old_score]  # the old score is kept beside the coming one
 
     assert tab.problems == []
+
+
+def test_the_receipt_shows_each_section_as_the_worker_settles_it(cast: Cast, new_tab: Callable[[], Tab]) -> None:
+    """A running grading, its sections written onto the row as a worker does: the page adds each
+    one without a reload, as text (a title is never markup), and says when there is none yet."""
+    import json
+
+    def section(title: str, points: float, most: float) -> dict[str, Any]:
+        return {"tag": title, "title": title, "points": points, "max_points": most,
+                "visible_points": points, "visible_max_points": most}  # fmt: skip
+
+    def running() -> int:
+        row = Submission.objects.create(
+            assignment=cast.assignment, user=cast.student, kind="self_check", filename="autograd_lab.py",
+            sha256="0" * 64, size=len(BUGGY), content=BUGGY, state=State.RUNNING,
+        )  # fmt: skip
+        return int(row.pk)
+
+    pk = off_loop(running)
+    tab = new_tab()
+    page = tab.page
+    tab.sign_in(cast.student.username, cast.password)
+    tab.open(f"/submissions/{pk}/")
+    items = page.locator("[data-sections] li")
+    expect(items).to_have_count(0)
+    expect(page.locator("[data-none]")).to_be_visible()
+    hostile = "<img src=x onerror=alert(1)>"
+    settled = [section("API", 10, 10), section(hostile, 12.5, 25)]
+    off_loop(lambda: Submission.objects.filter(pk=pk).update(progress_json=json.dumps(settled)))
+    expect(items).to_have_count(2, timeout=GRADED_WITHIN_MS)
+    expect(items.nth(0)).to_have_text("API: 10 / 10")
+    expect(items.nth(1)).to_have_text(f"{hostile}: 12.5 / 25")
+    expect(page.locator("[data-sections] img")).to_have_count(0)
+    expect(page.locator("[data-none]")).to_be_hidden()
+    assert page.locator("[data-follow]").count() == 1  # still following: the grading goes on
+    assert tab.problems == []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 from typing import Any
 
 import pytest
@@ -10,9 +11,11 @@ from service_cast import BUGGY, GOOD, REPO, Cast
 from service_worker import work
 
 from grader.pipeline import grade_submission
+from grader.results_io import result_from_json
 from grader.rubric import load_rubric
 from grader.runners.docker import DockerRunner
 from service.submissions.models import Kind, State, Submission
+from service.submissions.visibility import student_view
 
 pytestmark = [pytest.mark.db, pytest.mark.docker, pytest.mark.django_db(transaction=True)]
 
@@ -160,3 +163,45 @@ def test_a_worker_with_warm_sandboxes_grades_a_self_check_in_one_and_a_submit_le
         assert runner.warm_reserve == 0  # type: ignore[attr-defined]
     finally:
         grading.stop_warm_pool()
+
+
+def test_each_section_reaches_the_page_before_the_grading_ends(cast: Cast, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The worker writes each settled section as the sandbox reports it: when the sandbox run
+    returns, before the result is written, status.json already lists them (a student sees the
+    visible checks' points, before the due date; staff everything), with the final points."""
+    from service.submissions import grading
+
+    real = grading.runner
+    seen: dict[str, Any] = {}
+
+    class Watched:
+        name = "docker"
+        isolates = True
+
+        def __init__(self) -> None:
+            self.inner = real()
+
+        def run(self, **kwargs: Any) -> Any:
+            raw = self.inner.run(**kwargs)
+            row = Submission.objects.get(pk=counted)
+            seen["state"] = row.state
+            seen["student"] = cast.client(cast.student).get(f"/submissions/{counted}/status.json").json()["sections"]
+            seen["staff"] = cast.client(cast.instructor).get(f"/submissions/{counted}/status.json").json()["sections"]
+            seen["page"] = cast.client(cast.student).get(f"/submissions/{counted}/").content.decode()
+            return raw
+
+    monkeypatch.setattr(grading, "runner", Watched)
+    counted = upload(cast, "submit", BUGGY)
+    work()
+    done = Submission.objects.get(pk=counted)
+    assert seen["state"] == State.RUNNING and done.state == State.GRADED
+    final = {s.title: (s.points, s.max_points) for s in result_from_json(done.result_json).sections}
+    staff = {s["title"]: (s["points"], s["max_points"]) for s in seen["staff"]}
+    assert staff == final  # every section, settled before the end, with its final points
+    visible = student_view(result_from_json(done.result_json), done).sections
+    assert {s["title"]: (s["points"], s["max_points"]) for s in seen["student"]} == {
+        s.title: (s.points, s.max_points) for s in visible if s.max_points
+    }
+    assert sum(s["max_points"] for s in seen["student"]) < sum(s["max_points"] for s in seen["staff"])
+    assert "Sections judged so far" in seen["page"] and html.escape(seen["student"][0]["title"]) in seen["page"]
+    assert Submission.objects.get(pk=counted).to_dict()["sections"] == []  # once graded, the result speaks

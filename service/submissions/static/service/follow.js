@@ -1,4 +1,5 @@
-// Follows a queued submission without reloading: polls its status and reloads once it is done.
+// Follows a queued submission without reloading: polls its status, shows each section as soon as
+// its points are settled, and reloads once the grading is done.
 "use strict";
 (function () {
   const box = document.querySelector("[data-follow]");
@@ -6,6 +7,21 @@
   const url = box.getAttribute("data-follow");
   const state = box.querySelector("[data-state]");
   const place = box.querySelector("[data-position]");
+  const list = document.querySelector("[data-sections]");
+  const none = document.querySelector("[data-none]");
+  function points(n) { return (Math.round(n * 100) / 100).toString(); }
+  function show(sections) {
+    if (!list || !Array.isArray(sections)) return;
+    if (list.children.length === sections.length) return;  // settled sections never change
+    list.replaceChildren.apply(list, sections.map(function (sec) {
+      const item = document.createElement("li");
+      const strong = document.createElement("strong");
+      strong.textContent = points(sec.points) + " / " + points(sec.max_points);
+      item.append(document.createTextNode(sec.title + ": "), strong);  // text only, never markup
+      return item;
+    }));
+    if (none) none.hidden = sections.length > 0;
+  }
   function tick() {
     fetch(url, { credentials: "same-origin", headers: { Accept: "application/json" } })
       .then(function (r) { return r.ok ? r.json() : null; })
@@ -13,6 +29,7 @@
         if (!body) return setTimeout(tick, 5000);
         state.textContent = body.status;
         place.textContent = body.queue_position ? "position " + body.queue_position + " in the queue" : "";
+        show(body.sections);
         if (body.status === "queued" || body.status === "running") setTimeout(tick, 1500);
         else window.location.reload();
       })
