@@ -54,7 +54,7 @@ lint: $(VENV)/.installed
 
 # `make test` is the whole suite in one run on every core (pytest-xdist, one worker per CPU;
 # TEST_JOBS=0 runs it in one process): the long suites marked slow (the hostile class graded in
-# Docker, a rush of students, the service's fault tests, an 80-student class) start first on one
+# Docker, a rush of students, the service's fault tests, a 40-student class) start first on one
 # worker while the other takes the rest. `make test-fast` leaves the slow ones out (for working),
 # `make test-slow` runs them alone. Each run ends with its slowest tests, so the suite's time can
 # be kept in hand.

@@ -43,12 +43,13 @@ def stored(out: Path) -> dict[str, tuple[float, int]]:
         return {s: (at, runs) for s, at, runs in db.execute("SELECT student, graded_at, runs FROM results")}
 
 
-# Large enough for both workers to interleave many results and for a real spread of scores; the
+# Large enough for both workers to interleave many results and for a real spread of scores (with
+# seed 4: one file that does not parse, 13 correct engines, the rest with one or two bugs); the
 # throughput of larger classes is measured by bench/bench_throughput.py, not asserted here.
-CLASS_SIZE = 80
+CLASS_SIZE = 40
 
 
-@pytest.mark.slow  # a class of 80 in Docker
+@pytest.mark.slow  # a class of 40 in Docker
 def test_a_synthetic_class_grades_in_parallel_and_every_export_agrees(tmp_path: Path) -> None:
     source = tmp_path / "class"
     build(source, students=CLASS_SIZE, seed=4)

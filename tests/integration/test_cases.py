@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 import yaml
 from markupsafe import escape
+from rubric_variants import with_limits
 
 from grader.batch import grade_class
 from grader.judge.diagnose import KillMatrix, kill_matrix
@@ -93,13 +94,15 @@ def test_there_are_enough_cases() -> None:
 
 @pytest.mark.parametrize("name", ["mut_acc_add", "mut_topo_no_visited", "partial_hidden"])
 def test_the_same_file_gets_the_same_points_in_every_run(
-    name: str, runner: DockerRunner, graded: dict[str, SubmissionResult]
+    name: str, runner: DockerRunner, graded: dict[str, SubmissionResult], tmp_path: Path
 ) -> None:
     # Two containers, two memory layouts: engines whose wrong answers depend on the order a set
     # of _prev yields its nodes, and one that fails only some hidden instances. The first is
-    # the class's grading, two at a time; the second, this one alone.
+    # the class's grading, two at a time, one CPU each; the second, this one alone, with two
+    # CPUs (tests/integration/test_sample_class.py grades the whole sample class both ways).
     first = graded[name]
-    second = grade_submission(CASES / name / "autograd_lab.py", student=name, rubric=load_rubric(), runner=runner)
+    two = with_limits(tmp_path, cpus=2)
+    second = grade_submission(CASES / name / "autograd_lab.py", student=name, rubric=two, runner=runner)
     assert first.seed == second.seed == SEED
     assert [(c.check_id, c.points) for c in second.checks] == [(c.check_id, c.points) for c in first.checks]
     assert first.score < 100  # each of them has a bug to be charged the same way twice

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import docker
 import pytest
+from rubric_variants import with_limits
 
 from grader.batch import grade_class
 from grader.results import Outcome, Status, SubmissionResult
@@ -36,17 +37,20 @@ def _totals(out: Path) -> dict[str, str]:
 
 
 @pytest.mark.slow  # the sample class graded a second time
-def test_a_second_grading_into_a_fresh_folder_gives_the_same_grades(
+def test_a_second_grading_into_a_fresh_folder_with_two_cpus_gives_the_same_grades(
     graded: dict[str, SubmissionResult], out: Path, tmp_path: Path
 ) -> None:
     # The seed belongs to the assignment: a regrade in a new folder (no store to reuse) meets
-    # the same hidden inputs, and every engine, buggy ones included, gets the same score.
-    again = grade_class(SUBMISSIONS, out=tmp_path / "again", rubric=load_rubric(), runner=DockerRunner(), jobs=2)
+    # the same hidden inputs, and every engine, buggy ones included, gets the same score. Each
+    # container has two CPUs this time instead of one: time is charged per run, never read off
+    # the clock, so what a grading gives cannot depend on how many CPUs it had.
+    two = with_limits(tmp_path / "rubric", cpus=2)
+    again = grade_class(SUBMISSIONS, out=tmp_path / "again", rubric=two, runner=DockerRunner(), jobs=2)
     assert (again.ran, again.skipped) == (len(graded), 0)
     assert _totals(tmp_path / "again") == _totals(out)
     for result in again.results:
         first = graded[result.student]
-        assert result.seed == first.seed == load_rubric().seed
+        assert result.seed == first.seed == load_rubric().seed == two.seed
         assert [(c.check_id, c.points) for c in result.checks] == [(c.check_id, c.points) for c in first.checks]
 
 

@@ -11,11 +11,12 @@ from pathlib import Path
 
 import docker
 import pytest
+from rubric_variants import with_limits
 
 from grader.image import LABEL, docker_client, ensure_image
 from grader.pipeline import container_limits, grade_submission
 from grader.results import SubmissionResult
-from grader.rubric import Rubric, load_rubric
+from grader.rubric import Rubric
 from grader.runners.docker import DockerRunner
 
 pytestmark = pytest.mark.docker
@@ -37,8 +38,11 @@ def client() -> docker.DockerClient:
 
 
 @pytest.fixture(scope="module")
-def rubric() -> Rubric:
-    return load_rubric()
+def rubric(tmp_path_factory: pytest.TempPathFactory) -> Rubric:
+    # Quarter time limits: the fork bomb runs to its limit in every probe, and a warm container
+    # must grade it as a cold one does at any limit (the adversarial suite grades it at the
+    # shipped ones).
+    return with_limits(tmp_path_factory.mktemp("rubric"), probe_seconds=0.5, script_seconds=5)
 
 
 @pytest.fixture(scope="module")
