@@ -145,7 +145,9 @@ def _run_with_retry(runner: Runner, job: Job, source: bytes, on_section: OnSecti
     for attempt in range(SANDBOX_RETRIES + 1):
         nonce = secrets.token_hex(16)
         body = job.plan.to_bytes(rubric, nonce=nonce, isolate=runner.isolates)
-        watch = SectionWatch(rubric, job.plan, nonce=nonce, on_section=on_section) if on_section else None
+        watch = (
+            SectionWatch(rubric, job.plan, nonce=nonce, on_section=on_section, attempt=attempt) if on_section else None
+        )
         try:
             limits = container_limits(rubric)
             raw = runner.run(

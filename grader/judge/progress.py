@@ -9,7 +9,11 @@ What a settled section says in words (a misconception named from several section
 counterexample) is the final page's to add; only titles and points are previewed.
 
 A run that ends as an infrastructure failure is not scored at all: its previews were the
-sandbox's records, and the final result says what went wrong instead.
+sandbox's records, and the final result says what went wrong instead. When a section settles
+says how long the probes it waited for ran; a section that waited for a hidden probe says so
+(``reads_hidden``), so that a viewer who may not see hidden results yet is not shown it before
+the end (the run time of a hidden probe is something student code can make depend on its
+hidden inputs).
 """
 
 from __future__ import annotations
@@ -34,6 +38,8 @@ class SettledSection:
 
     tag: str
     checks: tuple[CheckResult, ...]
+    attempt: int = 0  # the sandbox run it comes from: a retried run's sections replace the first's
+    reads_hidden: bool = False  # a hidden probe is among those it waited for (see SectionWatch)
 
 
 OnSection = Callable[[SettledSection], None]
@@ -67,13 +73,15 @@ class SectionWatch:
     """Fed the sandbox's stdout as it arrives; calls ``on_section`` once per section, as soon as
     it is settled (in the rubric's order among the sections settled by the same record)."""
 
-    def __init__(self, rubric: Rubric, plan: Plan, *, nonce: str, on_section: OnSection) -> None:
+    def __init__(self, rubric: Rubric, plan: Plan, *, nonce: str, on_section: OnSection, attempt: int = 0) -> None:
         self.rubric = rubric
+        self.attempt = attempt
         self.plan = plan
         self.nonce = nonce
         self.on_section = on_section
         self.prefix = f"{wire.PREFIX}{nonce} ".encode()
         self.needs = probes_read_by(rubric, plan)
+        self.hidden = frozenset(p.id for p in plan.probes if p.hidden)
         self.order = [s.tag for s in rubric.sections if s.tag in self.needs]
         self.stdout = bytearray()
         self.scanned = 0  # bytes of stdout already split into lines
@@ -111,4 +119,5 @@ class SectionWatch:
         checks = judge(self.rubric, self.plan, self._expected, report)
         for tag in ready:
             self.told.add(tag)
-            self.on_section(SettledSection(tag, tuple(c for c in checks if c.section == tag)))
+            mine = tuple(c for c in checks if c.section == tag)
+            self.on_section(SettledSection(tag, mine, self.attempt, bool(self.needs[tag] & self.hidden)))

@@ -8,6 +8,8 @@ host, treating every byte as untrusted.
 from __future__ import annotations
 
 import logging
+import queue
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
@@ -55,24 +57,45 @@ class Evidence:
 
 
 OnStdout = Callable[[bytes], None]
+LISTENER_JOIN_S = 2.0  # what a run's end waits for its listener (a preview) at most
 log = logging.getLogger(__name__)
 
 
 class Listener:
-    """``on_stdout`` as a runner calls it: a failure in it is logged once and it is not called
-    again; the grading goes on (what it shows is a preview, never the result)."""
+    """``on_stdout`` as a runner calls it: each piece is queued for a thread of the listener's
+    own, so that a slow listener (judging, a database write) never holds up the reading of the
+    sandbox's output. A failure in it is logged once and it is not called again; the grading goes
+    on (what it shows is a preview, never the result). ``close`` lets the thread finish the
+    pieces already queued, waiting for it at most ``LISTENER_JOIN_S``: a listener slower than that
+    finishes on its own, after the run's result."""
 
     def __init__(self, on_stdout: OnStdout | None) -> None:
         self.on_stdout = on_stdout
+        self._queue: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
 
     def __call__(self, chunk: bytes) -> None:
         if self.on_stdout is None or not chunk:
             return
-        try:
-            self.on_stdout(chunk)
-        except Exception:
-            log.exception("a listener to the sandbox's output failed; the grading goes on without it")
-            self.on_stdout = None
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._drain, name="stdout-listener", daemon=True)
+            self._thread.start()
+        self._queue.put(bytes(chunk))
+
+    def close(self) -> None:
+        if self._thread is not None:
+            self._queue.put(None)
+            self._thread.join(timeout=LISTENER_JOIN_S)
+
+    def _drain(self) -> None:
+        while (chunk := self._queue.get()) is not None:
+            if self.on_stdout is None:
+                continue  # failed once: the rest is read and dropped
+            try:
+                self.on_stdout(chunk)
+            except Exception:
+                log.exception("a listener to the sandbox's output failed; the grading goes on without it")
+                self.on_stdout = None
 
 
 class Runner(Protocol):

@@ -330,7 +330,8 @@ class DockerRunner:
     ) -> RawRun:
         """Start (unless warm: started and attached already), read with caps, stop at the
         deadline, collect the final state."""
-        output = _Output(limits.stdout_bytes, Listener(on_stdout))
+        listener = Listener(on_stdout)
+        output = _Output(limits.stdout_bytes, listener)
         streams: list[Any] = []
 
         def attach(logs: bool) -> Iterator[Any]:
@@ -410,6 +411,7 @@ class DockerRunner:
             # Shuts the sockets down, which also wakes a reader blocked in recv().
             for stream in streams:
                 _close(stream)
+            listener.close()
 
 
 OWNER_LABEL = f"{LABEL}.owner"

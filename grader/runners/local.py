@@ -145,6 +145,7 @@ class LocalRunner:
         workdir = Path(tempfile.mkdtemp(prefix="autograd-grader-"))
         process: subprocess.Popen[bytes] | None = None
         readers: list[threading.Thread] = []
+        listener = Listener(on_stdout)
         try:
             _lay_out(workdir, plan=plan, source=source, filename=filename)
             # The harness's scratch folders (and anything the file writes to a temporary folder)
@@ -178,7 +179,7 @@ class LocalRunner:
             readers += [
                 threading.Thread(
                     target=_read_capped,
-                    args=(process.stdout, stdout, limits.stdout_bytes, over, Listener(on_stdout)),
+                    args=(process.stdout, stdout, limits.stdout_bytes, over, listener),
                     daemon=True,
                 ),
                 threading.Thread(target=_read_tail, args=(process.stderr, stderr), daemon=True),
@@ -231,3 +232,4 @@ class LocalRunner:
                     if pipe is not None:
                         pipe.close()  # readers never started (or are done): ours to close
             _remove_tree(workdir)
+            listener.close()

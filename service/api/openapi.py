@@ -77,8 +77,9 @@ SUBMISSION: Schema = {
             "type": "array",
             "maxItems": 50,
             "description": (
-                "While it is graded: each section whose points are settled, as soon as it is (the"
-                " visible checks' points only while hidden results are withheld). Empty otherwise."
+                "While it is graded: each section whose points are settled, as soon as it is (while"
+                " hidden results are withheld: the sections that waited for no hidden probe, their"
+                " visible checks' points). Empty otherwise."
             ),
             "items": {
                 "type": "object",

@@ -224,10 +224,16 @@ def progress_writer(submission: Submission, rubric: Rubric) -> OnSection:
     settled: dict[str, dict[str, object]] = {}
     lock = threading.Lock()
     owner = threading.get_ident()
+    current = [-1]  # the sandbox run whose sections are shown: a retried run's replace the first's
 
     def heard(section: SettledSection) -> None:
         visible = [c for c in section.checks if c.visibility is Visibility.VISIBLE]
         with lock:
+            if section.attempt < current[0]:
+                return  # a late word from a run that was retried
+            if section.attempt > current[0]:
+                current[0] = section.attempt
+                settled.clear()
             settled[section.tag] = {
                 "tag": section.tag,
                 "title": titles.get(section.tag, section.tag),
@@ -235,6 +241,9 @@ def progress_writer(submission: Submission, rubric: Rubric) -> OnSection:
                 "max_points": round(sum(c.max_points for c in section.checks), 2),
                 "visible_points": round(sum(c.points for c in visible), 2),
                 "visible_max_points": round(sum(c.max_points for c in visible), 2),
+                # When it settled says something of how long hidden probes ran: shown before
+                # the end only to whoever may see hidden results (Submission.progress).
+                "reads_hidden": section.reads_hidden,
             }
             body = json.dumps([settled[tag] for tag in order if tag in settled])
             try:

@@ -121,21 +121,27 @@ class Submission(models.Model):
 
     def progress(self, viewer_is_staff: bool = False) -> list[dict[str, Any]]:
         """The sections settled so far while it runs, as this viewer may see them: before the
-        release of hidden results a student sees the visible checks' points only."""
+        release of hidden results a student sees the visible checks' points only, of the sections
+        that waited for no hidden probe."""
         if self.state != State.RUNNING or not self.progress_json:
             return []
         try:
             sections = json.loads(self.progress_json)
         except ValueError:
             return []
-        points, most = ("visible_points", "visible_max_points") if self.hides_hidden(viewer_is_staff) else ("points", "max_points")
+        withheld = self.hides_hidden(viewer_is_staff)
+        points, most = ("visible_points", "visible_max_points") if withheld else ("points", "max_points")
         shown = []
         for section in sections if isinstance(sections, list) else []:
             if not isinstance(section, dict) or not section.get(most):
                 continue  # nothing in it this viewer may see (no visible check), or not ours
-            shown.append(
-                {"title": str(section.get("title", "")), "points": float(section[points]), "max_points": float(section[most])}
-            )
+            if withheld and section.get("reads_hidden", True):
+                continue  # when it settled would time hidden probes: the result will show it
+            try:
+                row = {"title": str(section.get("title", "")), "points": float(section[points]), "max_points": float(section[most])}
+            except (KeyError, TypeError, ValueError):
+                continue  # not a row the worker wrote
+            shown.append(row)
         return shown
 
     def to_dict(self, viewer_is_staff: bool = False) -> dict[str, Any]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import json
 from typing import Any
 
 import pytest
@@ -10,7 +11,9 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from service_cast import BUGGY, GOOD, REPO, Cast
 from service_worker import work
 
+from grader.judge.progress import SettledSection, probes_read_by
 from grader.pipeline import grade_submission
+from grader.plan import build_plan
 from grader.results_io import result_from_json
 from grader.rubric import load_rubric
 from grader.runners.docker import DockerRunner
@@ -167,8 +170,8 @@ def test_a_worker_with_warm_sandboxes_grades_a_self_check_in_one_and_a_submit_le
 
 def test_each_section_reaches_the_page_before_the_grading_ends(cast: Cast, monkeypatch: pytest.MonkeyPatch) -> None:
     """The worker writes each settled section as the sandbox reports it: when the sandbox run
-    returns, before the result is written, status.json already lists them (a student sees the
-    visible checks' points, before the due date; staff everything), with the final points."""
+    returns, before the result is written, status.json already lists them with the final points
+    (staff: every section; a student before the due date: less, below)."""
     from service.submissions import grading
 
     real = grading.runner
@@ -198,10 +201,36 @@ def test_each_section_reaches_the_page_before_the_grading_ends(cast: Cast, monke
     final = {s.title: (s.points, s.max_points) for s in result_from_json(done.result_json).sections}
     staff = {s["title"]: (s["points"], s["max_points"]) for s in seen["staff"]}
     assert staff == final  # every section, settled before the end, with its final points
+    # A student sees, before the due date, the visible points of the sections that waited for no
+    # hidden probe (when the others settled would time hidden probes): here Step 5's.
+    plan = build_plan(load_rubric(), seed=cast.assignment.seed, visible_only=False)
+    hidden = {p.id for p in plan.probes if p.hidden}
+    quiet = {tag for tag, probes in probes_read_by(load_rubric(), plan).items() if not probes & hidden}
+    assert "bug_injection" in quiet and "api" not in quiet
     visible = student_view(result_from_json(done.result_json), done).sections
     assert {s["title"]: (s["points"], s["max_points"]) for s in seen["student"]} == {
-        s.title: (s.points, s.max_points) for s in visible if s.max_points
+        s.title: (s.points, s.max_points) for s in visible if s.max_points and s.tag in quiet
     }
-    assert sum(s["max_points"] for s in seen["student"]) < sum(s["max_points"] for s in seen["staff"])
+    assert seen["student"] and len(seen["student"]) < len(seen["staff"])
     assert "Sections judged so far" in seen["page"] and html.escape(seen["student"][0]["title"]) in seen["page"]
     assert Submission.objects.get(pk=counted).to_dict()["sections"] == []  # once graded, the result speaks
+
+
+def test_a_retried_sandbox_runs_sections_replace_the_first_runs(cast: Cast) -> None:
+    """Sections are kept per sandbox run: a retried run's replace those of the run before it, and
+    a late word from the earlier run changes nothing."""
+    from service.submissions.grading import claim, progress_writer
+
+    pk = upload(cast, "self_check", GOOD)
+    claimed = claim(pk)
+    assert claimed is not None
+    heard = progress_writer(claimed[0], load_rubric())
+    titles = {s.tag: s.title for s in load_rubric().sections}
+    heard(SettledSection("api", (), attempt=0))
+    heard(SettledSection("reuse", (), attempt=0))
+    heard(SettledSection("part1_trace", (), attempt=1))
+    heard(SettledSection("reuse", (), attempt=0))  # the first run's reader, late
+    shown = Submission.objects.get(pk=pk).to_dict()["sections"]
+    assert [s["title"] for s in shown] == []  # no visible point in an empty section: nothing to show
+    stored = [s["title"] for s in json.loads(Submission.objects.get(pk=pk).progress_json)]
+    assert stored == [titles["part1_trace"]]

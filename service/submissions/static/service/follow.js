@@ -10,9 +10,12 @@
   const list = document.querySelector("[data-sections]");
   const none = document.querySelector("[data-none]");
   function points(n) { return (Math.round(n * 100) / 100).toString(); }
+  let shown = "";
   function show(sections) {
     if (!list || !Array.isArray(sections)) return;
-    if (list.children.length === sections.length) return;  // settled sections never change
+    const now = JSON.stringify(sections);
+    if (now === shown) return;  // nothing new (a retried run may replace them: compared whole)
+    shown = now;
     list.replaceChildren.apply(list, sections.map(function (sec) {
       const item = document.createElement("li");
       const strong = document.createElement("strong");
