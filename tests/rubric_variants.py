@@ -9,9 +9,10 @@ from pathlib import Path
 from grader.rubric import DEFAULT_RUBRIC, Rubric, load_rubric
 
 
-def with_limits(folder: Path, **limits: float) -> Rubric:
-    """The shipped rubric with each named limit (``cpus=2``) set to its new value."""
-    text = Path(DEFAULT_RUBRIC).read_text(encoding="utf-8")
+def with_limits(folder: Path, text: str | None = None, **limits: float) -> Rubric:
+    """The shipped rubric (or ``text``, a rubric's YAML) with each named limit (``cpus=2``) set to
+    its new value."""
+    text = Path(DEFAULT_RUBRIC).read_text(encoding="utf-8") if text is None else text
     for name, value in limits.items():
         line = re.compile(rf"^(  {name}: )[0-9.]+", re.MULTILINE)
         assert len(line.findall(text)) == 1, f"the rubric has no single limit {name}"

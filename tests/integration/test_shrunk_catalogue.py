@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from rubric_variants import with_limits
 
 from grader.mutate import CATALOGUE
 from grader.pipeline import grade_submission
@@ -67,26 +68,16 @@ def test_each_caught_catalogue_bug_shrinks_to_at_most_four_operations_and_scores
     assert shown >= 20  # most of the catalogue is caught by a hidden values check
 
 
-# Shorter limits for the engine that hangs: every program that makes a leaf of 1.0 runs to its
-# limit, so a grading costs about its limits; the property holds at any length.
-QUICK = (("  probe_seconds: 2 ", "  probe_seconds: 0.5 "), ("  script_seconds: 20 ", "  script_seconds: 5 "))
-
-
-def quick(text: str, path: Path) -> Rubric:
-    for long, short in QUICK:
-        assert text.count(long) == 1, f"the rubric's {long.strip()} moved; update QUICK"
-        text = text.replace(long, short)
-    path.write_text(text, encoding="utf-8")
-    return load_rubric(path)
-
-
 @pytest.mark.slow  # two gradings of an engine that hangs (half a minute)
 def test_an_engine_that_hangs_while_being_shrunk_loses_no_point(tmp_path: Path) -> None:
     # The `=` bug in __mul__, and an endless loop whenever a leaf of 1.0 is made: shrinking's
     # first candidates hang. They run after every probe, within shrink_seconds, and stop there.
+    # Quarter time limits: every program that makes a leaf of 1.0 runs to its limit, so a grading
+    # costs about its limits; the property holds at any length.
+    quick = {"probe_seconds": 0.5, "script_seconds": 5}
     text = Path(DEFAULT_RUBRIC).read_text(encoding="utf-8")
-    shipped = quick(text, tmp_path / "quick.yaml")
-    plain = quick(text.replace("    shrink: 12\n", ""), tmp_path / "quick_no_shrink.yaml")
+    shipped = with_limits(tmp_path / "shrink", **quick)
+    plain = with_limits(tmp_path / "no_shrink", text.replace("    shrink: 12\n", ""), **quick)
     assert shipped.limits.probe_seconds == 0.5 and not any(p.shrink for p in plain.probes.values())
     source = REFERENCE.read_text(encoding="utf-8")
     text, _ = mutate_text(source, "acc_mul", shipped.class_name)

@@ -2,13 +2,7 @@
 def _forge() -> None:
     import sys
 
-    frame = sys._getframe(1)
-    while frame is not None:
-        task, write = frame.f_locals.get("task"), frame.f_locals.get("write")
-        if isinstance(task, dict) and callable(write):
-            _replay(task, write)
-            return
-        frame = frame.f_back
+    _replay_from(sys._getframe(1))
 
 
 try:
