@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import secrets
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from .errors import InfraError
 from .intake.source import intake, source_problem
 from .judge.progress import OnSection, SectionWatch
 from .judge.run import Judgement, judge_run, without_run
+from .part_runs import run_parts
 from .plan import Plan, build_plan
 from .results import CheckResult, SectionResult, Status, SubmissionResult
 from .rubric import Rubric
@@ -144,24 +146,32 @@ def _run_with_retry(runner: Runner, job: Job, source: bytes, on_section: OnSecti
     rubric = job.rubric
     for attempt in range(SANDBOX_RETRIES + 1):
         nonce = secrets.token_hex(16)
-        body = job.plan.to_bytes(rubric, nonce=nonce, isolate=runner.isolates)
         watch = (
             SectionWatch(rubric, job.plan, nonce=nonce, on_section=on_section, attempt=attempt) if on_section else None
         )
         try:
-            limits = container_limits(rubric)
-            raw = runner.run(
+            raw = run_parts(
+                runner,
                 source=source,
                 filename=rubric.filename,
-                plan=body,
-                limits=limits,
-                on_stdout=watch.feed if watch else None,
+                body=_bodies(job, nonce, runner.isolates),
+                limits=container_limits(rubric),
+                nonce=nonce,
+                parts=job.plan.dealt(),
+                on_line=watch.feed if watch else None,
             )
             return raw, nonce
         except InfraError:
             if attempt == SANDBOX_RETRIES:
                 raise
     raise InfraError("no sandbox attempt was made")  # only reachable with a negative retry count
+
+
+def _bodies(job: Job, nonce: str, isolate: bool) -> Callable[[tuple[int, ...]], bytes]:
+    def body(parts: tuple[int, ...]) -> bytes:
+        return job.plan.to_bytes(job.rubric, nonce=nonce, isolate=isolate, parts=parts)
+
+    return body
 
 
 def _sections(job: Job, checks: tuple[CheckResult, ...]) -> tuple[SectionResult, ...]:

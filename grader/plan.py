@@ -25,6 +25,7 @@ from sandbox.harness.mutation.mutate import CATALOGUE
 from .engines import engine_texts, wheats
 from .errors import GraderError
 from .features import FEATURES, removable, same_function, without
+from .parts import Part, deal, part_budget
 from .program import Program, compile_steps, evaluate, relu_inputs
 from .results import Visibility
 from .rubric import Check, Limits, Probe, Rubric
@@ -95,6 +96,8 @@ class Plan:
     probes: tuple[PlannedProbe, ...]
     checks: tuple[Check, ...]
     visible_only: bool = False  # a self-check: its own time allowance (Limits.self_check_seconds)
+    # The probes dealt into the parts sandboxes run (grader.parts); () before the deal: one part.
+    parts: tuple[Part, ...] = ()
 
     def budget_seconds(self, limits: Limits) -> float:
         return limits.self_check_seconds if self.visible_only else limits.budget_seconds
@@ -108,10 +111,17 @@ class Plan:
                 return probe
         raise KeyError(probe_id)
 
-    def to_bytes(self, rubric: Rubric, *, nonce: str, isolate: bool) -> bytes:
+    def dealt(self) -> tuple[Part, ...]:
+        return self.parts or (self.probes,)
+
+    def to_bytes(self, rubric: Rubric, *, nonce: str, isolate: bool, parts: Sequence[int] | None = None) -> bytes:
         """The plan as the harness reads it; ``isolate``: run student code as the student uid and
-        kill what it leaves behind (the Docker sandbox; the local runner cannot switch users)."""
+        kill what it leaves behind (the Docker sandbox; the local runner cannot switch users).
+        ``parts``: which of the parts this sandbox runs, one after another (default: all)."""
         limits = rubric.limits
+        dealt = self.dealt()
+        share = part_budget(self.budget_seconds(limits), len(dealt))
+        chosen = range(len(dealt)) if parts is None else parts
         body = {
             "nonce": nonce,
             "filename": rubric.filename,
@@ -130,7 +140,7 @@ class Plan:
                 "shrink_seconds": limits.shrink_seconds,
             },
             "student": {"uid": wire.STUDENT_UID, "gid": wire.STUDENT_UID, "reap": True} if isolate else {},
-            "probes": [p.to_json() for p in self.probes],
+            "parts": [{"budget_seconds": share, "probes": [p.to_json() for p in dealt[i]]} for i in chosen],
         }
         return json.dumps(body, allow_nan=False).encode()
 
@@ -173,7 +183,8 @@ def build_plan(rubric: Rubric, *, seed: int, visible_only: bool) -> Plan:
         ids = tuple(w.id for w in wheats())
         probes.append(PlannedProbe(probe.id, wire.MUTATION, mutants=(*ids, *bugs), wheats=ids, engine_key=_key(seed)))
     probes += [p for p in expanded if p.kind != wire.MUTATION and p.hidden]
-    return Plan(seed=seed, probes=tuple(probes), checks=checks, visible_only=visible_only)
+    parts = deal(probes, rubric.limits.parts)
+    return Plan(seed=seed, probes=tuple(probes), checks=checks, visible_only=visible_only, parts=parts)
 
 
 def _key(seed: int) -> bytes:

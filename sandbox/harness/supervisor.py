@@ -16,6 +16,7 @@ import importlib.util
 import json
 import os
 import sys
+import time
 from typing import Any
 
 from . import wire
@@ -47,7 +48,7 @@ def _decode(raw: bytes) -> str:
 
 
 class Supervisor:
-    def __init__(self, plan: dict[str, Any], source: str, emit: Emitter, zygote: Zygote):
+    def __init__(self, plan: dict[str, Any], source: str, emit: Emitter, zygote: Zygote, wall_end: float | None = None):
         self.plan = plan
         self.source = source
         self.emit = emit
@@ -67,7 +68,9 @@ class Supervisor:
         who = Identity(student.get("uid") if root else None, student.get("gid") if root else None)
         # Charged seconds (CPU, or waiting on anything but a core) for the whole grading; real
         # time only as the host's last resort, reached when the machine, not the file, is slow.
-        self.budget = Budget(self.budget_seconds, float(limits.get("wall_seconds", 4 * self.budget_seconds)))
+        wall = float(limits.get("wall_seconds", 4 * self.budget_seconds))
+        # Parts run one after another in one sandbox share its real time (the host's last resort).
+        self.budget = Budget(self.budget_seconds, wall if wall_end is None else wall_end - time.monotonic())
         self.runs = Runs(
             zygote,
             who,
@@ -348,6 +351,8 @@ def _supervise(workdir: str, zygote: Zygote) -> int:
     with open(os.path.join(workdir, "plan.json"), "rb") as handle:
         plan = json.loads(handle.read())
     emit = Emitter(str(plan["nonce"]))
+    # The parts this sandbox runs, one after another (a plan without any is one part).
+    parts = plan.get("parts") or [{"budget_seconds": plan["limits"]["budget_seconds"], "probes": plan["probes"]}]
     path = os.path.join(workdir, "submission", plan["filename"])
     try:
         with open(path, "rb") as handle:
@@ -359,18 +364,26 @@ def _supervise(workdir: str, zygote: Zygote) -> int:
         failure = {"type": "UnreadableFile", "message": str(error)[:300], "line": None}
         record = {"t": wire.LOAD, "ok": False, "mode": "failed", "notices": [], "error": failure}
         # Bytes that are no Python text are the file's doing; a read that failed is not.
-        emit(record if isinstance(error, OSError) else {**record, "failure": wire.LOAD_UNREADABLE})
-        for probe in plan["probes"]:
-            emit({"t": wire.PROBE_END, "probe": probe["id"], "status": wire.NOT_RUN, "reason": wire.REASON_LOAD_FAILED})
-        emit({"t": wire.END})
+        for part in parts:
+            emit(record if isinstance(error, OSError) else {**record, "failure": wire.LOAD_UNREADABLE})
+            for probe in part["probes"]:
+                ended = {"t": wire.PROBE_END, "probe": probe["id"], "status": wire.NOT_RUN}
+                emit({**ended, "reason": wire.REASON_LOAD_FAILED})
+            emit({"t": wire.END})
         return 0
     if "numpy" in source:  # the file may import it: every child would pay for the import
         with contextlib.suppress(ZygoteGone):
             zygote.preload("numpy")  # best effort: without it, each child imports it itself
-    supervisor = Supervisor(plan, source, emit, zygote)
-    try:
-        supervisor.run()
-    finally:
-        supervisor.runs.close()
-    emit({"t": wire.END})
+    limits = plan["limits"]
+    wall_end = time.monotonic() + float(limits.get("wall_seconds", 4 * float(limits["budget_seconds"])))
+    for part in parts:
+        # Each part as a sandbox of its own would run it: its load, its probes, its budget. The
+        # fork server holds no plan, so one serves them all; every run is reaped as it ends.
+        own = {**plan, "probes": part["probes"], "limits": {**limits, "budget_seconds": part["budget_seconds"]}}
+        supervisor = Supervisor(own, source, emit, zygote, wall_end)
+        try:
+            supervisor.run()
+        finally:
+            supervisor.runs.close()
+        emit({"t": wire.END})  # the end of a part: the host counts them
     return 0

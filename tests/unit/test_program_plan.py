@@ -265,30 +265,45 @@ def test_plan_header(rubric) -> None:
     }
     isolated = json.loads(build_plan(rubric, seed=5, visible_only=False).to_bytes(rubric, nonce=NONCE, isolate=True))
     assert isolated["student"] == {"uid": 10002, "gid": 10002, "reap": True}
-    assert [p["id"] for p in body["probes"]][:3] == ["api", "part1", "neuron"]
-    assert {p["kind"] for p in body["probes"]} == {"api", "program", "mutation"}
-    # Every run a student may see the output of comes before the first hidden input: the shown
-    # probes, then bug injection (the student's own checks), then the hidden probes, marked.
-    kinds = [
-        ("hidden" if p.get("hidden") else "mutation" if p["kind"] == "mutation" else "shown") for p in body["probes"]
-    ]
-    assert kinds == sorted(kinds, key=["shown", "mutation", "hidden"].index) and kinds.count("mutation") == 1
+    # Two parts, each with half of the budget (grader/parts.py); the shown probes in the first.
+    parts = body["parts"]
+    assert [part["budget_seconds"] for part in parts] == [450.0, 450.0]
+    probes = [p for part in parts for p in part["probes"]]
+    assert [p["id"] for p in parts[0]["probes"]][:3] == ["api", "part1", "neuron"]
+    assert {p["kind"] for p in probes} == {"api", "program", "mutation"}
+    # In every part, every run a student may see the output of comes before the first hidden
+    # input: the shown probes, then its share of bug injection (the student's own checks), then
+    # hidden probes, marked.
+    for part in parts:
+        kinds = [
+            ("hidden" if p.get("hidden") else "mutation" if p["kind"] == "mutation" else "shown")
+            for p in part["probes"]
+        ]
+        assert kinds == sorted(kinds, key=["shown", "mutation", "hidden"].index) and kinds.count("mutation") == 1
+    assert not any(p["kind"] != "mutation" and not p.get("hidden") for p in parts[1]["probes"])
     shown = {c.probe for c in rubric.checks if c.visibility is Visibility.VISIBLE}
     shown |= {f.probe for c in rubric.checks if c.visibility is Visibility.VISIBLE for f in c.fallbacks}
-    assert {p["id"] for p in body["probes"] if p.get("hidden")} == {p["id"] for p in body["probes"]} - shown - {
-        "mutation"
-    }
-    # The mutation probe carries the grader's engines: every wheat, then the Step-5 and
-    # forced-fail chaffs, then the rest of the catalogue. It carries no program: student code on
-    # an engine never sees an input.
-    mutation = next(p for p in body["probes"] if p["kind"] == "mutation")
-    assert (mutation["id"], mutation["kind"]) == ("mutation", "mutation")
-    ids = [e["id"] for e in mutation["engines"]]
-    assert ids[: len(mutation["wheats"])] == mutation["wheats"] and len(mutation["wheats"]) >= 4
-    chaff_ids = ids[len(mutation["wheats"]) :]
-    assert chaff_ids[:2] == ["acc_mul", "forced_fail"]
-    assert sorted(chaff_ids[2:]) == sorted(op.id for op in CATALOGUE if op.id != "acc_mul")
-    assert "programs" not in mutation and "oracle" not in mutation
+    ids = [p["id"] for p in probes if p["kind"] != "mutation"]
+    assert len(ids) == len(set(ids))  # every probe in one part, once
+    assert {p["id"] for p in probes if p.get("hidden")} == set(ids) - shown
+    # The mutation probe carries the grader's engines, in shares: each part has wheats of its
+    # own (a run cannot tell from where it runs that it runs a buggy engine), then its chaffs;
+    # together, every wheat, then the Step-5 and forced-fail chaffs, then the rest of the
+    # catalogue. It carries no program: student code on an engine never sees an input.
+    shares = [next(p for p in part["probes"] if p["kind"] == "mutation") for part in parts]
+    wheats, chaff_ids = [], []
+    for share in shares:
+        assert (share["id"], share["kind"]) == ("mutation", "mutation")
+        share_ids = [e["id"] for e in share["engines"]]
+        assert share_ids[: len(share["wheats"])] == share["wheats"] and len(share["wheats"]) >= 2
+        wheats += share["wheats"]
+        chaff_ids.append(share_ids[len(share["wheats"]) :])
+        assert "programs" not in share and "oracle" not in share
+    assert len(wheats) == len(set(wheats)) >= 4
+    dealt = [chaff for pair in zip(*chaff_ids, strict=False) for chaff in pair]
+    assert dealt[:2] == ["acc_mul", "forced_fail"]
+    assert sorted(dealt) == sorted(c for share in chaff_ids for c in share)
+    assert sorted(dealt[2:]) == sorted(op.id for op in CATALOGUE if op.id != "acc_mul")
 
 
 def test_the_order_of_the_catalogue_bugs_is_the_keys(rubric) -> None:
@@ -343,7 +358,7 @@ def test_visible_only_plan_has_no_hidden_probe(rubric) -> None:
     assert {p.id for p in plan.probes} == {c.probe for c in visible} | derived
     assert not any(plan.probe(p).hidden for p in derived)
     body = plan.to_bytes(rubric, nonce=NONCE, isolate=False)
-    sent = {p["id"] for p in json.loads(body)["probes"]}
+    sent = {p["id"] for part in json.loads(body)["parts"] for p in part["probes"]}
     assert not sent & hidden_only
     for probe_id in hidden_only:
         assert f'"{probe_id}"'.encode() not in body
