@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import stat
 import tempfile
 import threading
 from collections.abc import Callable, Iterator
@@ -45,11 +46,15 @@ class Cores:
         """A file descriptor holding one free core, or None when every core is held."""
         try:
             os.makedirs(self.folder, mode=0o700, exist_ok=True)
+            found = os.lstat(self.folder)
         except OSError:
             return None  # cannot tell: run one part at a time
+        if not stat.S_ISDIR(found.st_mode) or found.st_uid != os.geteuid() or found.st_mode & 0o022:
+            return None  # a folder someone else made (or may write in) decides nothing here
         for core in range(self.count):
             try:
-                fd = os.open(os.path.join(self.folder, f"core{core}"), os.O_RDWR | os.O_CREAT, 0o600)
+                path = os.path.join(self.folder, f"core{core}")
+                fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
             except OSError:
                 return None
             try:
@@ -110,10 +115,11 @@ def run_parts(
     nonce: str,
     parts: tuple[Part, ...],
     on_line: Callable[[bytes], None] | None = None,
-    cores: Cores = HOST_CORES,
+    cores: Cores | None = None,
 ) -> RawRun:
-    """Run every part, placed as the host's free cores allow; one raw run of them all."""
-    with held_cores(len(parts), cores) as spare:
+    """Run every part, placed as the host's free cores allow (``cores``: the host's, unless
+    given); one raw run of them all."""
+    with held_cores(len(parts), cores or HOST_CORES) as spare:
         placement = place(len(parts), spare)
         live = Merger(nonce, parts, placement.sandboxes, on_line) if on_line is not None else None
         results: list[RawRun | BaseException | None] = [None] * len(placement.sandboxes)

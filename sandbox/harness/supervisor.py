@@ -85,6 +85,11 @@ class Supervisor:
         self.out_of_memory = False  # importing the file raised MemoryError
         self.import_seconds = 0.0  # what loading the file was charged, when it loaded
         self.to_shrink: list[tuple[dict[str, Any], list[dict[str, Any]]]] = []  # program probes, with their records
+        self.loaded = False
+        self.load_charge = 0.0  # charged seconds of loading the file (every attempt)
+        # Step 5's run of the file's own checks, and its charge, per mutation probe: a later part
+        # in this sandbox takes it (``_take_load``) instead of running the same checks again.
+        self.clean_runs: dict[str, tuple[dict[str, Any], float]] = {}
 
     def task(self, kind: str, **fields: Any) -> dict[str, Any]:
         """A child's task: the engine as the grader found it, and this kind's own fields only."""
@@ -195,13 +200,20 @@ class Supervisor:
     def _not_run(self, probe_id: str, reason: str) -> None:
         self.emit({"t": wire.PROBE_END, "probe": probe_id, "status": wire.NOT_RUN, "reason": reason})
 
-    def run(self) -> None:
-        try:
-            loaded = self.load()
-        except ZygoteGone:
-            raise
-        except Exception as error:  # the grader's own parsing ran out of stack or memory
-            loaded = self._load_failed(wire.LOAD_TOO_DEEP, _too_deep(error), [])
+    def run(self, after: Supervisor | None = None) -> None:
+        """Load the file and run this part's probes; ``after``: the part run before it in this
+        sandbox, whose load (and run of the file's own checks) this part takes as its own."""
+        if after is not None:
+            loaded = self._take_load(after)
+        else:
+            spent = self.budget.used()
+            try:
+                loaded = self.load()
+            except ZygoteGone:
+                raise
+            except Exception as error:  # the grader's own parsing ran out of stack or memory
+                loaded = self._load_failed(wire.LOAD_TOO_DEEP, _too_deep(error), [])
+            self.loaded, self.load_charge = loaded, self.budget.used() - spent
         stalled = 0  # program probes in a row that hit their time limit
         hidden = [p for p in self.plan["probes"] if p.get("hidden")]
         # Bug injection may not eat the time the hidden probes need (they run after it): each
@@ -223,6 +235,18 @@ class Supervisor:
                 # Python runs is that file's outcome, with a reason; never a grader failure.
                 self._not_run(probe["id"], wire.REASON_TOO_DEEP)
         self._shrink()
+
+    def _take_load(self, first: Supervisor) -> bool:
+        """The same file in the same fork server loads the same way: a later part in one sandbox
+        takes the first part's load, and is charged what it cost, as a part in a sandbox of its
+        own would be charged its own load (so what fits in its budget is the same either way).
+        The file's import is paid once per sandbox, not once per part."""
+        self.mode, self.engine, self.import_seconds = first.mode, first.engine, first.import_seconds
+        self.flooded, self.stalled, self.out_of_memory = first.flooded, first.stalled, first.out_of_memory
+        self.loaded, self.load_charge = first.loaded, first.load_charge
+        self.clean_runs = first.clean_runs
+        self.budget.charge(first.load_charge)
+        return first.loaded
 
     def _shrink(self) -> None:
         pending, self.to_shrink = self.to_shrink, []
@@ -376,14 +400,16 @@ def _supervise(workdir: str, zygote: Zygote) -> int:
             zygote.preload("numpy")  # best effort: without it, each child imports it itself
     limits = plan["limits"]
     wall_end = time.monotonic() + float(limits.get("wall_seconds", 4 * float(limits["budget_seconds"])))
+    first: Supervisor | None = None
     for part in parts:
-        # Each part as a sandbox of its own would run it: its load, its probes, its budget. The
-        # fork server holds no plan, so one serves them all; every run is reaped as it ends.
+        # Each part as a sandbox of its own would run it: its probes, its budget, charged for its
+        # load. The fork server holds no plan, so one serves them all; every run is reaped.
         own = {**plan, "probes": part["probes"], "limits": {**limits, "budget_seconds": part["budget_seconds"]}}
         supervisor = Supervisor(own, source, emit, zygote, wall_end)
         try:
-            supervisor.run()
+            supervisor.run(after=first)
         finally:
             supervisor.runs.close()
         emit({"t": wire.END})  # the end of a part: the host counts them
+        first = first or supervisor
     return 0

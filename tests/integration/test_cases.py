@@ -19,6 +19,7 @@ import yaml
 from markupsafe import escape
 from rubric_variants import with_limits
 
+from grader import part_runs
 from grader.batch import grade_class
 from grader.judge.diagnose import KillMatrix, kill_matrix
 from grader.mutate import CATALOGUE, INFO
@@ -94,14 +95,20 @@ def test_there_are_enough_cases() -> None:
 
 @pytest.mark.parametrize("name", ["mut_acc_add", "mut_topo_no_visited", "partial_hidden"])
 def test_the_same_file_gets_the_same_points_in_every_run(
-    name: str, runner: DockerRunner, graded: dict[str, SubmissionResult], tmp_path: Path
+    name: str,
+    runner: DockerRunner,
+    graded: dict[str, SubmissionResult],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # Two containers, two memory layouts: engines whose wrong answers depend on the order a set
     # of _prev yields its nodes, and one that fails only some hidden instances. The first is
     # the class's grading, two at a time, one CPU each; the second, this one alone, with two
     # CPUs (tests/integration/test_sample_class.py grades the whole sample class both ways).
+    # Its parts in sandboxes of their own, at once (cores of its own: grader/part_runs.py).
     first = graded[name]
     two = with_limits(tmp_path, cpus=2)
+    monkeypatch.setattr(part_runs, "HOST_CORES", part_runs.Cores(2, str(tmp_path / "cores")))
     second = grade_submission(CASES / name / "autograd_lab.py", student=name, rubric=two, runner=runner)
     assert first.seed == second.seed == SEED
     assert [(c.check_id, c.points) for c in second.checks] == [(c.check_id, c.points) for c in first.checks]

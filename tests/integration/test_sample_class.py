@@ -10,6 +10,7 @@ import docker
 import pytest
 from rubric_variants import with_limits
 
+from grader import part_runs
 from grader.batch import grade_class
 from grader.results import Outcome, Status, SubmissionResult
 from grader.rubric import load_rubric
@@ -38,13 +39,16 @@ def _totals(out: Path) -> dict[str, str]:
 
 @pytest.mark.slow  # the sample class graded a second time
 def test_a_second_grading_into_a_fresh_folder_with_two_cpus_gives_the_same_grades(
-    graded: dict[str, SubmissionResult], out: Path, tmp_path: Path
+    graded: dict[str, SubmissionResult], out: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The seed belongs to the assignment: a regrade in a new folder (no store to reuse) meets
     # the same hidden inputs, and every engine, buggy ones included, gets the same score. Each
     # container has two CPUs this time instead of one: time is charged per run, never read off
     # the clock, so what a grading gives cannot depend on how many CPUs it had.
+    # And every grading's parts run one after another in one sandbox (no core free), however
+    # the first grading found the host's cores (grader/part_runs.py).
     two = with_limits(tmp_path / "rubric", cpus=2)
+    monkeypatch.setattr(part_runs, "HOST_CORES", part_runs.Cores(0))
     again = grade_class(SUBMISSIONS, out=tmp_path / "again", rubric=two, runner=DockerRunner(), jobs=2)
     assert (again.ran, again.skipped) == (len(graded), 0)
     assert _totals(tmp_path / "again") == _totals(out)

@@ -129,6 +129,11 @@ def test_placement_and_cores(tmp_path: Path) -> None:
             assert none == 0
     with held_cores(2, cores) as spare:
         assert spare == 1  # released
+    shared = tmp_path / "shared"
+    shared.mkdir(mode=0o777)
+    shared.chmod(0o777)  # a folder others may write in: no core is taken from it, one part at a time
+    with held_cores(2, Cores(2, str(shared))) as spare:
+        assert spare == 0
 
 
 class Scripted:
@@ -178,3 +183,42 @@ def test_joined_runs_keep_every_limit_met() -> None:
         True, None, True, True, 2.0,
     )  # fmt: skip
     assert joined([ok, ok], b"").exit_code == 0 and both.stderr_tail == b"xy"
+
+
+def test_the_reference_scores_alike_in_one_sandbox_and_in_two(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from grader import part_runs
+    from grader.engines import REFERENCE
+    from grader.pipeline import grade_submission
+    from grader.runners.local import LocalRunner
+
+    results = []
+    for free in (0, 2):  # no core free: one sandbox runs both parts; two free: one each
+        monkeypatch.setattr(part_runs, "HOST_CORES", Cores(free, str(tmp_path / f"cores{free}")))
+        runner = LocalRunner()
+        sandboxes: list[bytes] = []
+        real = runner.run
+
+        def counted(real=real, sandboxes=sandboxes, **kwargs: object) -> RawRun:  # type: ignore[no-untyped-def]
+            raw = real(**kwargs)
+            sandboxes.append(raw.stdout)
+            return raw
+
+        monkeypatch.setattr(runner, "run", counted)
+        results.append(grade_submission(REFERENCE, student="ref", rubric=load_rubric(), runner=runner))
+        assert len(sandboxes) == (1 if free == 0 else 2)
+        # In one sandbox the second part takes the first part's load: the file is loaded once.
+        loads = [sum(r.get("t") == wire.LOAD for r in _all_records(out)) for out in sandboxes]
+        assert loads == ([1] if free == 0 else [1, 1])
+    one, two = results
+    assert one.score == two.score == 100
+    assert [(c.check_id, c.points, c.outcome) for c in one.checks] == [
+        (c.check_id, c.points, c.outcome) for c in two.checks
+    ]
+
+
+def _all_records(stdout: bytes) -> list[dict[str, object]]:
+    out = []
+    for raw in stdout.split(b"\n"):
+        if raw.startswith(wire.PREFIX.encode()):
+            out.append(json.loads(raw.split(b" ", 1)[1]))
+    return out

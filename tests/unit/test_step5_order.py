@@ -25,11 +25,13 @@ class _Runs:
     def __init__(self, outcome: str) -> None:
         self.outcome = outcome
         self.ran: list[str] = []  # the engine of each run, "" for the file itself
+        self.budget = Budget(900.0, 3600.0)  # the budget of the supervisor that runs it
 
     def run(self, task: dict[str, Any], schema: object, *, timeout: float, progress_resets: bool) -> Any:
         text = task["text"]
         self.ran.append(next((name for name, body in ENGINES.items() if body in text), ""))
         if self.outcome == "timeout":
+            self.budget.charge(timeout)  # as the harness's runs charge the grading's budget
             return [], {"status": wire.TIMEOUT, "elapsed": timeout}
         return [{"t": "script_end"}], {"status": wire.OK, "exit_code": 0, "output_tail": "", "elapsed": 0.01}
 
@@ -41,10 +43,11 @@ class _Supervisor:
         self.source = SOURCE
         self.plan: dict[str, Any] = {"stand_ins": []}
         self.script_seconds = 20.0
-        self.budget = Budget(900.0, 3600.0)
+        self.budget = runs.budget = Budget(900.0, 3600.0)
         self.reserve = 0.0
         self.engine = facts.engine_facts(ast.parse(SOURCE), "Value")
         self.emitted: dict[str, dict[str, Any]] = {}
+        self.clean_runs: dict[str, tuple[dict[str, Any], float]] = {}
 
     def emit(self, record: dict[str, Any]) -> None:
         if record.get("t") == wire.MUTANT:
@@ -79,3 +82,20 @@ def test_checks_that_finish_run_on_every_engine_in_a_drawn_order() -> None:
         assert all(sup.emitted[name]["outcome"] == wire.PASSED for name in ENGINES)
         orders.add(tuple(runs.ran[1:]))
     assert len(orders) > 1  # four draws of 16 engines alike: about one chance in 10**13 per attempt
+
+
+def test_a_later_part_in_the_same_sandbox_takes_the_files_own_run_and_its_charge() -> None:
+    # Parts run one after another in one sandbox (grader/parts.py): the second part's share of
+    # Step 5 does not run the file's own checks again, and is charged what that run cost, as a
+    # part in a sandbox of its own would have been.
+    sup, runs = _probe("timeout")
+    first_charge = sup.clean_runs["mutation"][1]
+    later = _Supervisor(runs)
+    later.clean_runs = sup.clean_runs
+    before = len(runs.ran)
+    engines = [{"id": name, "text": text} for name, text in ENGINES.items()]
+    MutationProbe(later, {"id": "mutation", "engines": engines, "wheats": WHEATS}).run()  # type: ignore[arg-type]
+    assert "" not in runs.ran[before:] and runs.ran[before] in WHEATS  # no run of the file itself
+    assert first_charge >= 20.0  # its checks ran to their limit on the file itself
+    assert later.budget.used() >= first_charge  # charged all the same
+    assert later.emitted[wire.CLEAN] == sup.emitted[wire.CLEAN]
