@@ -90,7 +90,7 @@ class Limits:
     # A grading is dealt into this many parts (grader/parts.py), each with its share of the
     # budget: in sandboxes of their own, at once, when the host has cores free, else one after
     # another in one. The deal is the plan's, never the machine's, so the score is the same.
-    parts: int = 2
+    parts: int = 1
 
 
 @dataclass(frozen=True)

@@ -105,9 +105,10 @@ def test_the_same_file_gets_the_same_points_in_every_run(
     # of _prev yields its nodes, and one that fails only some hidden instances. The first is
     # the class's grading, two at a time, one CPU each; the second, this one alone, with two
     # CPUs (tests/integration/test_sample_class.py grades the whole sample class both ways).
-    # Its parts in sandboxes of their own, at once (cores of its own: grader/part_runs.py).
+    # In two parts (grader/parts.py), each in a sandbox of its own, at once (cores of its own:
+    # grader/part_runs.py): a file within its budget scores the same dealt in one part or two.
     first = graded[name]
-    two = with_limits(tmp_path, cpus=2)
+    two = with_limits(tmp_path, cpus=2, parts=2)
     monkeypatch.setattr(part_runs, "HOST_CORES", part_runs.Cores(2, str(tmp_path / "cores")))
     second = grade_submission(CASES / name / "autograd_lab.py", student=name, rubric=two, runner=runner)
     assert first.seed == second.seed == SEED

@@ -45,9 +45,8 @@ def test_a_second_grading_into_a_fresh_folder_with_two_cpus_gives_the_same_grade
     # the same hidden inputs, and every engine, buggy ones included, gets the same score. Each
     # container has two CPUs this time instead of one: time is charged per run, never read off
     # the clock, so what a grading gives cannot depend on how many CPUs it had.
-    # And every grading's parts run one after another in one sandbox (no core free), however
-    # the first grading found the host's cores (grader/part_runs.py).
-    two = with_limits(tmp_path / "rubric", cpus=2)
+    # And in two parts (grader/parts.py), one after another in one sandbox (no core free).
+    two = with_limits(tmp_path / "rubric", cpus=2, parts=2)
     monkeypatch.setattr(part_runs, "HOST_CORES", part_runs.Cores(0))
     again = grade_class(SUBMISSIONS, out=tmp_path / "again", rubric=two, runner=DockerRunner(), jobs=2)
     assert (again.ran, again.skipped) == (len(graded), 0)

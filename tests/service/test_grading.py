@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import html
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -139,18 +138,14 @@ def test_staff_override_and_regrade_keep_the_history(cast: Cast) -> None:
 
 
 def test_a_worker_with_warm_sandboxes_grades_a_self_check_in_one_and_a_submit_leaves_one(
-    cast: Cast, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    cast: Cast, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import threading
-
-    from grader import part_runs
 
     from grader.pipeline import container_limits
     from service.submissions import grading
 
     monkeypatch.setattr(grading, "_runners", threading.local())  # this thread's runner shares the pool
-    # Cores of its own, both free: the self-check's two parts run at once (grader/part_runs.py).
-    monkeypatch.setattr(part_runs, "HOST_CORES", part_runs.Cores(2, str(tmp_path / "cores")))
     pool = grading.start_warm_pool(2, idle_seconds=600, expect=container_limits(load_rubric()))
     try:
         assert pool.wait_ready(2, timeout=90)
@@ -160,7 +155,7 @@ def test_a_worker_with_warm_sandboxes_grades_a_self_check_in_one_and_a_submit_le
         done = Submission.objects.get(pk=check)
         assert done.state == State.GRADED and done.score == done.max_score
         taken = waiting - {w.container_id for w in pool._ready}
-        assert len(taken) == 2  # each part of the self-check ran in a container started before it arrived
+        assert len(taken) == 1  # the self-check ran in a container started before it arrived
         # A counted job leaves one warm sandbox for the next self-check; a self-check takes any.
         runner = grading.runner()
         assert getattr(runner, "pool", None) is pool

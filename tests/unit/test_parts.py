@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 from pathlib import Path
@@ -11,7 +12,7 @@ import pytest
 from grader.part_runs import Cores, held_cores, joined, place, run_parts
 from grader.parts import Merger, deal
 from grader.plan import PlannedProbe, build_plan
-from grader.rubric import load_rubric
+from grader.rubric import Rubric, load_rubric
 from grader.runners.base import ContainerLimits, RawRun
 from sandbox.harness import wire
 
@@ -46,8 +47,14 @@ def test_the_deal_keeps_shown_first_and_a_wheat_in_every_share() -> None:
     assert deal(probes, 1) == (tuple(probes),)
 
 
-def test_the_shipped_plan_is_dealt_the_same_for_a_seed() -> None:
+def two_part_rubric() -> Rubric:
     rubric = load_rubric()
+    return dataclasses.replace(rubric, limits=dataclasses.replace(rubric.limits, parts=2))
+
+
+def test_the_shipped_plan_is_dealt_the_same_for_a_seed() -> None:
+    assert len(build_plan(load_rubric(), seed=11, visible_only=False).dealt()) == 1  # the shipped rubric: one part
+    rubric = two_part_rubric()
     one = build_plan(rubric, seed=11, visible_only=False).dealt()
     assert one == build_plan(rubric, seed=11, visible_only=False).dealt()
     assert len(one) == rubric.limits.parts == 2
@@ -204,7 +211,7 @@ def test_the_reference_scores_alike_in_one_sandbox_and_in_two(tmp_path: Path, mo
             return raw
 
         monkeypatch.setattr(runner, "run", counted)
-        results.append(grade_submission(REFERENCE, student="ref", rubric=load_rubric(), runner=runner))
+        results.append(grade_submission(REFERENCE, student="ref", rubric=two_part_rubric(), runner=runner))
         assert len(sandboxes) == (1 if free == 0 else 2)
         # In one sandbox the second part takes the first part's load: the file is loaded once.
         loads = [sum(r.get("t") == wire.LOAD for r in _all_records(out)) for out in sandboxes]

@@ -265,8 +265,10 @@ def test_plan_header(rubric) -> None:
     }
     isolated = json.loads(build_plan(rubric, seed=5, visible_only=False).to_bytes(rubric, nonce=NONCE, isolate=True))
     assert isolated["student"] == {"uid": 10002, "gid": 10002, "reap": True}
+    assert [part["budget_seconds"] for part in body["parts"]] == [900.0]  # one part: the shipped rubric's
     # Two parts, each with half of the budget (grader/parts.py); the shown probes in the first.
-    parts = body["parts"]
+    two = dataclasses.replace(rubric, limits=dataclasses.replace(rubric.limits, parts=2))
+    parts = json.loads(build_plan(two, seed=5, visible_only=False).to_bytes(two, nonce=NONCE, isolate=False))["parts"]
     assert [part["budget_seconds"] for part in parts] == [450.0, 450.0]
     probes = [p for part in parts for p in part["probes"]]
     assert [p["id"] for p in parts[0]["probes"]][:3] == ["api", "part1", "neuron"]
