@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -27,6 +26,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 sys.path.insert(0, str(REPO / "tests"))
 
+from bench_latency import bare  # noqa: E402
 from markdown_section import write_section  # noqa: E402
 from rubric_variants import with_limits  # noqa: E402
 
@@ -42,12 +42,6 @@ FILES = {
         False,
     ),
 }
-
-
-def bare(image: str) -> float:
-    started = time.perf_counter()
-    subprocess.run(["docker", "run", "--rm", image, "python3", "-c", "pass"], check=True, capture_output=True)
-    return time.perf_counter() - started
 
 
 def graded(path: Path, rubric: Rubric, runner: DockerRunner, visible_only: bool) -> tuple[float, float]:

@@ -104,7 +104,6 @@ class Merger:
         for index, part in enumerate(parts):
             for probe in part:
                 holders.setdefault(probe.id, []).append(index)
-        self.first = {probe_id: where[0] for probe_id, where in holders.items()}
         self.holders = {probe_id: set(where) for probe_id, where in holders.items()}
         self.probe_ends: dict[str, dict[int, dict[str, object]]] = {}
         self._lock = threading.Lock()
@@ -142,7 +141,7 @@ class Merger:
         elif not isinstance(probe, str) or len(self.holders.get(probe, ())) < 2:
             self._out(line)
         elif kind == wire.MUTANT and record.get("mutant") == wire.CLEAN:
-            if part == self.first[probe]:
+            if part == min(self.holders[probe]):
                 self._out(line)  # the file's own run: every part ran it, the first one's is shown
         elif kind == wire.PROBE_END:
             ends = self.probe_ends.setdefault(probe, {})
