@@ -27,17 +27,18 @@ WHOLE_FOLDERS = ("browser",)
 # slowest tests): started before everything else, so that no worker is left with one of them
 # while the other idles at the end. Units not named here follow in collection order.
 LONGEST_FIRST = (
-    "tests/integration/test_adversarial.py",  # slow suite: ~1200 s on a worker of two
-    "tests/service/test_fair_rush.py",  # ~1000 s
-    "tests/integration/test_cases.py",  # fast suite: ~400 s
-    "tests/integration/test_shrunk_catalogue.py",
-    "tests/integration/test_busy_machine.py",
+    "tests/integration/test_adversarial.py",  # ~100 hostile files and their twins: ~12 min on a busy worker
+    # Mostly waiting on sleeping floods (~6 min): beside the adversarial class, which wants both cores.
+    "tests/service/test_fair_rush.py",
+    "tests/integration/test_cases.py",  # ~70 gradings: ~10 min
+    "tests/service/test_faults.py",  # a rush, a killed web process, two hosts: ~8 min
+    "tests/integration/test_busy_machine.py",  # two gradings beside four spinning processes: ~7 min
     "tests/integration/test_batch.py",
-    "tests/service/test_faults.py",
-    "tests/service/test_lti.py",
-    "tests/integration/test_warm_pool.py",
     "tests/integration/test_sample_class.py",
+    "tests/service/test_lti.py",
     "tests/browser",
+    "tests/integration/test_shrunk_catalogue.py",
+    "tests/integration/test_warm_pool.py",
 )
 
 

@@ -29,12 +29,13 @@ from typing import Any
 import docker
 import pytest
 import yaml
+from rubric_variants import with_limits
 
 from grader.batch import STUDENTS_DIR, grade_class
 from grader.errors import SandboxUnavailable
 from grader.plan import CONSTANT, UPSTREAM, Plan, build_plan
 from grader.results import SubmissionResult, Visibility
-from grader.rubric import load_rubric
+from grader.rubric import Rubric
 from grader.runners.docker import OWNER_LABEL, DockerRunner, owner_id
 from grader.store import STORE_NAME, Store
 
@@ -298,7 +299,16 @@ def _runner_image() -> str:
 
 
 @pytest.fixture(scope="module")
-def batch(tmp_path_factory: pytest.TempPathFactory) -> Batch:
+def rubric(tmp_path_factory: pytest.TempPathFactory) -> Rubric:
+    # A quarter of the shipped time limit for a run of the file's checks (and its import): a
+    # hostile loop is stopped and charged the same way at any limit, and the endless ones run to
+    # theirs several times per grading (tests/integration/test_cases.py grades honest slow files
+    # at the shipped limits). Probes keep theirs: the side-channel cases are measured at it.
+    return with_limits(tmp_path_factory.mktemp("rubric"), script_seconds=5)
+
+
+@pytest.fixture(scope="module")
+def batch(tmp_path_factory: pytest.TempPathFactory, rubric: Rubric) -> Batch:
     assert len(CASES) >= 50, f"the suite has {len(CASES)} cases"
     assert set(TWIN_OF) == set(CASES), f"cases without a twin: {sorted(set(CASES) - set(TWIN_OF))}"
     image = _runner_image()
@@ -318,7 +328,7 @@ def batch(tmp_path_factory: pytest.TempPathFactory) -> Batch:
     outcome = grade_class(
         source,
         out=out,
-        rubric=load_rubric(),
+        rubric=rubric,
         runner=DockerRunner(image=image),
         runner_factory=lambda: DockerRunner(image=image),
         jobs=2,
@@ -341,8 +351,7 @@ def graded(batch: Batch) -> dict[str, SubmissionResult]:
 
 
 @pytest.fixture(scope="module")
-def hidden() -> HiddenInputs:
-    rubric = load_rubric()
+def hidden(rubric: Rubric) -> HiddenInputs:
     return hidden_inputs(build_plan(rubric, seed=SEED, visible_only=False))
 
 

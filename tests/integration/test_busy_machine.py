@@ -1,15 +1,13 @@
 """The clock is never evidence against a student: files whose honest checks take time get the
 same points on a machine whose every core is busy as on an idle one.
 
-Two files of ``tests/cases``, each made a third as long here (the property is the same at any
-length, and every minute this test holds both cores is a minute the rest of the suite waits):
-checks that train a small MLP (about 1 s per run of the checks instead of 3, and bug injection
-runs them once per engine) and a demo at the top of the file (about 0.25 s instead of 0.7,
-paid again by every probe's import). The two are graded at the same time, while a container of
-busy processes (two per core) competes with the sandboxes for every core; each grading must give
-the points the case's expected.yaml records for an idle machine. (tests/integration/test_cases.py
-grades both at full length, idle, beside the other cases, and checks that a file gets the same
-points check by check in two runs.)
+Two files of ``tests/cases``, each made a third as long (tests/short_cases.py): checks that
+train a small MLP (about 1 s per run of the checks, and bug injection runs them once per engine)
+and a demo at the top of the file (about 0.25 s, paid again by every probe's import). The two are
+graded at the same time, while a container of busy processes (two per core) competes with the
+sandboxes for every core; each grading must give the points the case's expected.yaml records for
+an idle machine. (tests/integration/test_cases.py grades the same two beside the other cases,
+and checks that a file gets the same points check by check in two runs.)
 """
 
 from __future__ import annotations
@@ -25,6 +23,7 @@ import docker
 import pytest
 import yaml
 from docker.models.containers import Container
+from short_cases import CASES, SHORTER, short_text
 
 from grader.image import ensure_image
 from grader.pipeline import grade_submission
@@ -34,13 +33,7 @@ from grader.runners.docker import DockerRunner
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
-CASES = Path(__file__).resolve().parents[1] / "cases"
-NAMES = ("checks_train_mlp", "demo_at_import")
-# What each case is shortened by: its length, as written in it, and a third of it.
-SHORTER = {
-    "checks_train_mlp": ("def check_mlp_learns(steps: int = 1200)", "def check_mlp_learns(steps: int = 400)"),
-    "demo_at_import": ("DEMO_GRAPHS = 35000\n", "DEMO_GRAPHS = 12000\n"),
-}
+NAMES = tuple(SHORTER)
 CORES = os.cpu_count() or 2
 SPIN = "while True: pass"
 SATURATOR = "autograd-grader-test-saturator"
@@ -73,12 +66,9 @@ def busy_machine() -> Iterator[Container]:
 
 
 def shorter(name: str, folder: Path) -> Path:
-    text = (CASES / name / "autograd_lab.py").read_text(encoding="utf-8")
-    long, short = SHORTER[name]
-    assert text.count(long) == 1, f"{name}: its length moved; update SHORTER"
     path = folder / name / "autograd_lab.py"
     path.parent.mkdir()
-    path.write_text(text.replace(long, short), encoding="utf-8")
+    path.write_text(short_text(name), encoding="utf-8")
     return path
 
 

@@ -4,13 +4,13 @@ session, as one class, two at a time (a course's batch does the same).
 Each ``tests/cases/<name>/`` holds an ``autograd_lab.py`` and ``expected.yaml``: the points per
 section, the status, and the checks that must not pass. The reference is one of them. A folder
 whose ``expected.yaml`` says ``derived: <feature>`` holds no engine: it is the reference without
-that feature, made at test time by ``tests/cases/feature_missing.py``.
+that feature, made at test time by ``tests/cases/feature_missing.py``. The two slow honest
+files are graded a third as long (``tests/short_cases.py``): the benchmarks time them in full.
 """
 
 from __future__ import annotations
 
 import importlib.util
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +18,7 @@ import pytest
 import yaml
 from markupsafe import escape
 from rubric_variants import with_limits
+from short_cases import short_text
 
 from grader import part_runs
 from grader.batch import grade_class
@@ -26,8 +27,8 @@ from grader.mutate import CATALOGUE, INFO
 from grader.pipeline import grade_submission
 from grader.plan import build_plan
 from grader.report.html import render_feedback_html
-from grader.results import SubmissionResult
-from grader.rubric import load_rubric
+from grader.results import Outcome, SubmissionResult, Visibility
+from grader.rubric import DEFAULT_RUBRIC, load_rubric
 from grader.runners.docker import DockerRunner
 
 pytestmark = pytest.mark.docker
@@ -40,6 +41,18 @@ _SPEC.loader.exec_module(_FEATURE_MISSING)
 derive = _FEATURE_MISSING.derive
 SEED = load_rubric().seed  # the assignment's, as every grading uses it
 NAMES = sorted(p.name for p in CASES.iterdir() if (p / "expected.yaml").is_file())
+# A catalogue bug's smallest failing program, as shrinking finds it, has at most this many operations.
+MAX_OPERATIONS = 4
+# One bug of each family of the catalogue (accumulation, local derivative, forward value, chain
+# rule, seed, order), graded with and without shrinking.
+SHRINK_SAMPLE = (
+    "mut_acc_add",
+    "mut_loc_tanh_linear",
+    "mut_fwd_sub",
+    "mut_chain_mul_no_upstream",
+    "mut_seed_leaf_one",
+    "mut_topo_not_reversed",
+)
 
 
 @pytest.fixture(scope="module")
@@ -62,13 +75,39 @@ def graded(runner: DockerRunner, tmp_path_factory: pytest.TempPathFactory) -> di
         expected = _expected(name)
         if "derived" in expected:  # made from the reference at test time (feature_missing.py)
             (source / name / "autograd_lab.py").write_text(derive(expected["derived"]), encoding="utf-8")
-        else:
-            shutil.copy(CASES / name / "autograd_lab.py", source / name / "autograd_lab.py")
+        else:  # the two slow honest files a third as long (tests/short_cases.py)
+            (source / name / "autograd_lab.py").write_text(short_text(name), encoding="utf-8")
     image = runner.image
     outcome = grade_class(
         source,
         out=tmp_path_factory.mktemp("cases-out"),
         rubric=load_rubric(),
+        runner=runner,
+        runner_factory=lambda: DockerRunner(image=image),
+        jobs=2,
+        seed=SEED,
+    )
+    return {r.student: r for r in outcome.results}
+
+
+@pytest.fixture(scope="module")
+def without_shrinking(runner: DockerRunner, tmp_path_factory: pytest.TempPathFactory) -> dict[str, SubmissionResult]:
+    """A bug of each family of the catalogue graded again with shrinking switched off."""
+    text = Path(DEFAULT_RUBRIC).read_text(encoding="utf-8")
+    assert "    shrink: 12\n" in text
+    plain = tmp_path_factory.mktemp("rubric") / "no_shrink.yaml"
+    plain.write_text(text.replace("    shrink: 12\n", ""), encoding="utf-8")
+    rubric = load_rubric(plain)
+    assert not any(p.shrink for p in rubric.probes.values())
+    source = tmp_path_factory.mktemp("no-shrink")
+    for name in SHRINK_SAMPLE:
+        (source / name).mkdir()
+        (source / name / "autograd_lab.py").write_text(short_text(name), encoding="utf-8")
+    image = runner.image
+    outcome = grade_class(
+        source,
+        out=tmp_path_factory.mktemp("no-shrink-out"),
+        rubric=rubric,
         runner=runner,
         runner_factory=lambda: DockerRunner(image=image),
         jobs=2,
@@ -125,6 +164,43 @@ def test_the_lab_bug_is_charged_once_in_reuse(name: str, graded: dict[str, Submi
     wrong = {s.tag: s.points for s in graded[name].sections}
     assert wrong["reuse"] < right["reuse"]
     assert {t: p for t, p in wrong.items() if t != "reuse"} == {t: p for t, p in right.items() if t != "reuse"}
+
+
+def test_each_caught_catalogue_bug_is_shown_a_counterexample_of_at_most_four_operations(
+    graded: dict[str, SubmissionResult],
+) -> None:
+    # The cases named mut_<operator> are the reference with one catalogue bug, graded with the
+    # shipped rubric (hidden checks shrink their first failing instance to a smallest program).
+    rubric = load_rubric()
+    shown = 0
+    for name in (n for n in NAMES if _expected(n).get("operator")):
+        caught = [
+            c
+            for c in graded[name].checks
+            if c.visibility is Visibility.HIDDEN and c.outcome in (Outcome.FAILED, Outcome.PARTIAL)
+        ]
+        found = [c.counterexample for c in caught if c.counterexample is not None]
+        for counterexample in found:
+            assert counterexample.operations <= MAX_OPERATIONS, (name, counterexample.program)
+        if any(rubric.check(c.check_id).compare == "values" for c in caught):
+            assert found, f"{name}: a hidden values check caught it, and no counterexample was shown"
+            shown += 1
+    assert shown >= 20  # most of the catalogue is caught by a hidden values check
+
+
+@pytest.mark.parametrize("name", SHRINK_SAMPLE)
+def test_shrinking_never_changes_a_verdict_or_a_point(
+    name: str, graded: dict[str, SubmissionResult], without_shrinking: dict[str, SubmissionResult]
+) -> None:
+    # Shrinking runs after every probe, within its own charged allowance, and only adds the
+    # smallest program to a check that already failed: the same file scores the same without it.
+    shrunk, plain = graded[name], without_shrinking[name]
+    assert any(c.counterexample is not None for c in shrunk.checks), name
+    assert all(c.counterexample is None for c in plain.checks)
+    assert shrunk.score == plain.score
+    assert [(c.check_id, c.outcome, c.points) for c in shrunk.checks] == [
+        (c.check_id, c.outcome, c.points) for c in plain.checks
+    ]
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -1,5 +1,7 @@
-"""Every catalogue bug, put into the reference, shrunk to a small counterexample; and shrinking
-never changes a verdict or a score (the same file graded with and without it)."""
+"""Shrinking never costs a point, even when the engine hangs while being shrunk (the same file
+graded with and without it). tests/integration/test_cases.py shows every caught catalogue bug a
+counterexample of at most four operations, and grades a bug of each family with and without
+shrinking."""
 
 from __future__ import annotations
 
@@ -8,64 +10,17 @@ from pathlib import Path
 import pytest
 from rubric_variants import with_limits
 
-from grader.mutate import CATALOGUE
 from grader.pipeline import grade_submission
-from grader.results import Outcome, SubmissionResult, Visibility
-from grader.rubric import DEFAULT_RUBRIC, Rubric, load_rubric
+from grader.results import SubmissionResult
+from grader.rubric import DEFAULT_RUBRIC, Rubric
 from grader.runners.local import LocalRunner
-from sandbox.harness.mutation.mutate import NotApplicable, mutate_text
+from sandbox.harness.mutation.mutate import mutate_text
 
 REFERENCE = Path(__file__).resolve().parents[2] / "reference" / "autograd_lab.py"
-MAX_OPERATIONS = 4
-
-
-@pytest.fixture(scope="module")
-def rubrics(tmp_path_factory: pytest.TempPathFactory) -> tuple[Rubric, Rubric]:
-    shipped = load_rubric()
-    text = Path(DEFAULT_RUBRIC).read_text(encoding="utf-8")
-    assert "    shrink: 12\n" in text
-    plain = tmp_path_factory.mktemp("rubric") / "no_shrink.yaml"
-    plain.write_text(text.replace("    shrink: 12\n", ""), encoding="utf-8")
-    return shipped, load_rubric(plain)
 
 
 def _grade(path: Path, rubric: Rubric) -> SubmissionResult:
     return grade_submission(path, student="mutant", rubric=rubric, runner=LocalRunner(), seed=rubric.seed)
-
-
-@pytest.mark.slow  # the whole catalogue graded twice (minutes)
-def test_each_caught_catalogue_bug_shrinks_to_at_most_four_operations_and_scores_the_same(
-    rubrics: tuple[Rubric, Rubric], tmp_path: Path
-) -> None:
-    shipped, plain = rubrics
-    source = REFERENCE.read_text(encoding="utf-8")
-    shown = 0
-    for operator in CATALOGUE:
-        try:
-            text, _ = mutate_text(source, operator.id, shipped.class_name)
-        except NotApplicable:
-            continue
-        path = tmp_path / operator.id / "autograd_lab.py"
-        path.parent.mkdir()
-        path.write_text(text, encoding="utf-8")
-        with_shrinking, without = _grade(path, shipped), _grade(path, plain)
-        assert with_shrinking.score == without.score, operator.id
-        assert [(c.check_id, c.outcome, c.points) for c in with_shrinking.checks] == [
-            (c.check_id, c.outcome, c.points) for c in without.checks
-        ], operator.id
-        assert all(c.counterexample is None for c in without.checks)
-        caught = [
-            c
-            for c in with_shrinking.checks
-            if c.visibility is Visibility.HIDDEN and c.outcome in (Outcome.FAILED, Outcome.PARTIAL)
-        ]
-        found = [c.counterexample for c in caught if c.counterexample is not None]
-        for counterexample in found:
-            assert counterexample.operations <= MAX_OPERATIONS, (operator.id, counterexample.program)
-        if any(shipped.check(c.check_id).compare == "values" for c in caught):
-            assert found, f"{operator.id}: a hidden values check caught it, and no counterexample was shown"
-            shown += 1
-    assert shown >= 20  # most of the catalogue is caught by a hidden values check
 
 
 @pytest.mark.slow  # two gradings of an engine that hangs (half a minute)

@@ -40,8 +40,8 @@ def client() -> docker.DockerClient:
 @pytest.fixture(scope="module")
 def rubric(tmp_path_factory: pytest.TempPathFactory) -> Rubric:
     # Quarter time limits: the fork bomb runs to its limit in every probe, and a warm container
-    # must grade it as a cold one does at any limit (the adversarial suite grades it at the
-    # shipped ones).
+    # must grade it as a cold one does at any limit (the adversarial suite grades it in cold
+    # ones at a quarter of the shipped script limit too).
     return with_limits(tmp_path_factory.mktemp("rubric"), probe_seconds=0.5, script_seconds=5)
 
 

@@ -33,7 +33,8 @@ from service.submissions.models import SCORED, GradingRun, Kind, State, Submissi
 
 pytestmark = [pytest.mark.db, pytest.mark.docker, pytest.mark.django_db(transaction=True)]
 
-STUDENTS = 50
+# A class's deadline rush: as many uploads at once as a 30-student section sends in its last minute.
+STUDENTS = 30
 # The sample class without the three that run into a limit on purpose (an endless loop, a
 # memory bomb, an output flood): each costs a full time budget, and the rush is about the queue.
 SLOW_ON_PURPOSE = {"henry_adams", "jack_oconnor", "kate_lee"}
@@ -299,7 +300,7 @@ def _start_web(port: int) -> subprocess.Popen[bytes]:
         try:
             if requests.get(f"http://127.0.0.1:{port}/status/", timeout=5).status_code == 200:
                 return process
-        except requests.ConnectionError:
+        except requests.RequestException:  # not listening yet, or too busy starting to answer
             time.sleep(0.1)
     os.killpg(process.pid, signal.SIGKILL)
     raise AssertionError("the web process did not start")
