@@ -24,3 +24,18 @@ def with_limits(folder: Path, text: str | None = None, **limits: float) -> Rubri
     for name, value in limits.items():
         assert getattr(rubric.limits, name) == value, name
     return rubric
+
+
+SHRINK = "    shrink: 12\n"
+
+
+def no_shrinking(folder: Path) -> Rubric:
+    """The shipped rubric with counterexample shrinking switched off on every probe."""
+    text = Path(DEFAULT_RUBRIC).read_text(encoding="utf-8")
+    assert SHRINK in text
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "no_shrink.yaml"
+    path.write_text(text.replace(SHRINK, ""), encoding="utf-8")
+    rubric = load_rubric(path)
+    assert not any(p.shrink for p in rubric.probes.values())
+    return rubric

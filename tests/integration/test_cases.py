@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import yaml
 from markupsafe import escape
-from rubric_variants import with_limits
+from rubric_variants import no_shrinking, with_limits
 from short_cases import short_text
 
 from grader import part_runs
@@ -28,7 +28,7 @@ from grader.pipeline import grade_submission
 from grader.plan import build_plan
 from grader.report.html import render_feedback_html
 from grader.results import Outcome, SubmissionResult, Visibility
-from grader.rubric import DEFAULT_RUBRIC, load_rubric
+from grader.rubric import load_rubric
 from grader.runners.docker import DockerRunner
 
 pytestmark = pytest.mark.docker
@@ -93,12 +93,7 @@ def graded(runner: DockerRunner, tmp_path_factory: pytest.TempPathFactory) -> di
 @pytest.fixture(scope="module")
 def without_shrinking(runner: DockerRunner, tmp_path_factory: pytest.TempPathFactory) -> dict[str, SubmissionResult]:
     """A bug of each family of the catalogue graded again with shrinking switched off."""
-    text = Path(DEFAULT_RUBRIC).read_text(encoding="utf-8")
-    assert "    shrink: 12\n" in text
-    plain = tmp_path_factory.mktemp("rubric") / "no_shrink.yaml"
-    plain.write_text(text.replace("    shrink: 12\n", ""), encoding="utf-8")
-    rubric = load_rubric(plain)
-    assert not any(p.shrink for p in rubric.probes.values())
+    rubric = no_shrinking(tmp_path_factory.mktemp("rubric"))
     source = tmp_path_factory.mktemp("no-shrink")
     for name in SHRINK_SAMPLE:
         (source / name).mkdir()

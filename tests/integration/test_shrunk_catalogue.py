@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from rubric_variants import with_limits
+from rubric_variants import SHRINK, with_limits
 
 from grader.pipeline import grade_submission
 from grader.results import SubmissionResult
@@ -32,7 +32,7 @@ def test_an_engine_that_hangs_while_being_shrunk_loses_no_point(tmp_path: Path) 
     quick = {"probe_seconds": 0.5, "script_seconds": 5}
     text = Path(DEFAULT_RUBRIC).read_text(encoding="utf-8")
     shipped = with_limits(tmp_path / "shrink", **quick)
-    plain = with_limits(tmp_path / "no_shrink", text.replace("    shrink: 12\n", ""), **quick)
+    plain = with_limits(tmp_path / "no_shrink", text.replace(SHRINK, ""), **quick)
     assert shipped.limits.probe_seconds == 0.5 and not any(p.shrink for p in plain.probes.values())
     source = REFERENCE.read_text(encoding="utf-8")
     text, _ = mutate_text(source, "acc_mul", shipped.class_name)
